@@ -1,0 +1,48 @@
+import AASAEngine
+import ArgumentParser
+
+struct Diff: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Semantic diff of two AASA files: what changes for devices.",
+        discussion: """
+        Reports applinks apps added and removed; per app, rules added, removed and changed in order \
+        (compared after path normalisation and defaults, so reformatting is no change); defaults; \
+        substitution variables; the apps of the other services.
+        Exit status: 0 (with --exit-code: 0 when equivalent, 1 when they differ); 1 when a file is \
+        not an AASA object; 3 when a file cannot be read.
+        """
+    )
+
+    @Argument(help: ArgumentHelp("The old AASA file.", valueName: "OLD"))
+    var old: String
+
+    @Argument(help: ArgumentHelp("The new AASA file ('-' reads standard input).", valueName: "NEW"))
+    var new: String
+
+    @Flag(help: "Print the diff as JSON on stdout.")
+    var json = false
+
+    @Flag(name: .customLong("exit-code"), help: "Exit 1 when the files differ.")
+    var exitCode = false
+
+    func run() throws {
+        let before = try Self.document(old)
+        let after = try Self.document(new)
+        let diff = AASADiff(old: before, new: after)
+        if json {
+            Console.out(JSONWriter.string(diff.json))
+        } else {
+            Console.out(diff.isEmpty ? "no semantic difference" : diff.lines.joined(separator: "\n"))
+        }
+        if exitCode && !diff.isEmpty { throw ExitCode(ExitStatus.bad.rawValue) }
+    }
+
+    static func document(_ path: String) throws -> AASADocument {
+        let file = try InputFile.readAASA(path)
+        guard let document = file.document else {
+            let reason = file.diagnostics.first(where: { $0.severity == .error })?.message ?? "unreadable"
+            throw CLIFailure.bad("\(path) is not a usable AASA file: \(reason)")
+        }
+        return document
+    }
+}

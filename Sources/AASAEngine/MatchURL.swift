@@ -1,0 +1,121 @@
+/// A URL split into the parts the matcher reads, kept exactly as written (RFC 3986 syntax).
+///
+/// Matching compares against the percent-encoded text by default, so nothing is normalised here
+/// except the host's case.
+public struct MatchURL: Sendable, Equatable {
+    public let string: String
+    /// Lower-cased host without port or user info; empty when the URL has no authority.
+    public let host: String
+    let path: [UInt8]
+    let query: [UInt8]?
+    let fragment: [UInt8]?
+
+    public struct ParseError: Error, Equatable, CustomStringConvertible {
+        public let description: String
+    }
+
+    public init(_ string: String) throws(ParseError) {
+        self.string = string
+        let bytes = Array(string.utf8)
+        guard !bytes.isEmpty else { throw ParseError(description: "the URL is empty") }
+        for (i, b) in bytes.enumerated() {
+            if b <= 0x20 || b >= 0x7F {
+                let what = b == 0x20 ? "a space" : b >= 0x80 ? "a non-ASCII character" : "a control character"
+                throw ParseError(description: "'\(string)' contains \(what) at position \(i); percent-encode it as devices do")
+            }
+            if b == UInt8(ascii: "%") {
+                guard i + 2 < bytes.count, Self.hexValue(bytes[i + 1]) != nil, Self.hexValue(bytes[i + 2]) != nil else {
+                    throw ParseError(description: "'\(string)' has a '%' that is not followed by two hex digits")
+                }
+            }
+        }
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon > 0,
+              Self.isAlpha(bytes[0]),
+              bytes[0..<colon].allSatisfy({ Self.isAlpha($0) || Self.isDigit($0) || $0 == 0x2B || $0 == 0x2D || $0 == 0x2E })
+        else { throw ParseError(description: "'\(string)' is not an absolute URL (expected e.g. https://example.com/path)") }
+
+        var rest = Array(bytes[(colon + 1)...])
+        if let hash = rest.firstIndex(of: UInt8(ascii: "#")) {
+            fragment = Array(rest[(hash + 1)...])
+            rest = Array(rest[..<hash])
+        } else {
+            fragment = nil
+        }
+        if let question = rest.firstIndex(of: UInt8(ascii: "?")) {
+            query = Array(rest[(question + 1)...])
+            rest = Array(rest[..<question])
+        } else {
+            query = nil
+        }
+        if rest.starts(with: [UInt8(ascii: "/"), UInt8(ascii: "/")]) {
+            let authorityEnd = rest[2...].firstIndex(of: UInt8(ascii: "/")) ?? rest.count
+            var authority = Array(rest[2..<authorityEnd])
+            if let at = authority.lastIndex(of: UInt8(ascii: "@")) { authority = Array(authority[(at + 1)...]) }
+            if authority.first == UInt8(ascii: "[") {
+                let close = authority.firstIndex(of: UInt8(ascii: "]")) ?? authority.count - 1
+                authority = Array(authority[...close])
+            } else if let portColon = authority.lastIndex(of: UInt8(ascii: ":")) {
+                authority = Array(authority[..<portColon])
+            }
+            host = String(decoding: authority.map(UTF8Scalars.asciiLower), as: UTF8.self)
+            path = Array(rest[authorityEnd...])
+        } else {
+            host = ""
+            path = rest
+        }
+    }
+
+    static func isAlpha(_ b: UInt8) -> Bool { (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) }
+    static func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
+
+    static func hexValue(_ b: UInt8) -> UInt8? {
+        switch b {
+        case 0x30...0x39: return b - 0x30
+        case 0x41...0x46: return b - 0x41 + 10
+        case 0x61...0x66: return b - 0x61 + 10
+        default: return nil
+        }
+    }
+
+    /// Percent-decoding as NSURLComponents' decoded accessors do it. Bytes that do not decode
+    /// to valid UTF-8 make the accessor return nil, which swcd reads as an empty string; a decoded
+    /// NUL ends the C string swcd matches against.
+    static func decoded(_ bytes: [UInt8]) -> [UInt8] {
+        guard bytes.contains(UInt8(ascii: "%")) else { return bytes }
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var i = 0
+        while i < bytes.count {
+            if bytes[i] == UInt8(ascii: "%"), i + 2 < bytes.count,
+               let high = hexValue(bytes[i + 1]), let low = hexValue(bytes[i + 2]) {
+                out.append(high << 4 | low)
+                i += 3
+            } else {
+                out.append(bytes[i])
+                i += 1
+            }
+        }
+        guard JSONReader.isValidUTF8(out) else { return [] }
+        if let nul = out.firstIndex(of: 0) { out.removeSubrange(nul...) }
+        return out
+    }
+
+    struct QueryItem {
+        let name: [UInt8]
+        let value: [UInt8]?
+    }
+
+    /// `percentEncodedQueryItems` / `queryItems`: split on `&`, then on the first `=`.
+    static func queryItems(_ query: [UInt8]?, decode: Bool) -> [QueryItem] {
+        guard let query, !query.isEmpty else { return [] }
+        return query.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: false).map { item in
+            let item = Array(item)
+            guard let equals = item.firstIndex(of: UInt8(ascii: "=")) else {
+                return QueryItem(name: decode ? decoded(item) : item, value: nil)
+            }
+            let name = Array(item[..<equals])
+            let value = Array(item[(equals + 1)...])
+            return decode ? QueryItem(name: decoded(name), value: decoded(value)) : QueryItem(name: name, value: value)
+        }
+    }
+}
