@@ -20,6 +20,50 @@ enum Wildcard {
         let caseInsensitive: Bool
         var depth = 0
         var tooComplex = false
+        /// Failed (pattern offset, input offset) states of `*` retries in the original pattern.
+        /// Without splicing, the depth at a pattern offset is fixed (one level per `*` run before
+        /// it), so a state that failed once fails again: remembering it is exact, and turns the
+        /// exponential worst case (`*a*a*a*b` against `aaaa…`) into pattern × input work.
+        var failures: FailureMemo
+
+        init(variables: VariableTable, caseInsensitive: Bool, pattern: UnsafeBufferPointer<UInt8>,
+             component: UnsafeBufferPointer<UInt8>) {
+            self.variables = variables
+            self.caseInsensitive = caseInsensitive
+            failures = FailureMemo(pattern: pattern, component: component)
+        }
+    }
+
+    struct FailureMemo {
+        static let maximumBits = 1 << 22
+        let pattern: UnsafeBufferPointer<UInt8>
+        let component: UnsafeBufferPointer<UInt8>
+        private var bits: [UInt64] = []
+
+        init(pattern: UnsafeBufferPointer<UInt8>, component: UnsafeBufferPointer<UInt8>) {
+            self.pattern = pattern
+            self.component = component
+        }
+
+        /// The bit index of a state, when both buffers are the originals and the table is small enough.
+        private func index(_ p: UnsafeBufferPointer<UInt8>, _ s: UnsafeBufferPointer<UInt8>) -> Int? {
+            guard let pBase = p.baseAddress, let rootP = pattern.baseAddress,
+                  let sBase = s.baseAddress, let rootS = component.baseAddress,
+                  pBase >= rootP, pBase <= rootP + pattern.count,
+                  (pattern.count + 1) * (component.count + 1) <= Self.maximumBits else { return nil }
+            return (pBase - rootP) * (component.count + 1) + (sBase - rootS)
+        }
+
+        func hasFailed(_ p: UnsafeBufferPointer<UInt8>, _ s: UnsafeBufferPointer<UInt8>) -> Bool {
+            guard let i = index(p, s), !bits.isEmpty else { return false }
+            return bits[i >> 6] & (1 << UInt64(i & 63)) != 0
+        }
+
+        mutating func recordFailure(_ p: UnsafeBufferPointer<UInt8>, _ s: UnsafeBufferPointer<UInt8>) {
+            guard let i = index(p, s) else { return }
+            if bits.isEmpty { bits = [UInt64](repeating: 0, count: ((pattern.count + 1) * (component.count + 1) + 63) / 64) }
+            bits[i >> 6] |= 1 << UInt64(i & 63)
+        }
     }
 
     /// Evaluates one pattern against one URL component (already normalised when it is a path).
@@ -27,7 +71,7 @@ enum Wildcard {
                         variables: VariableTable, caseInsensitive: Bool) -> Bool {
         if pattern.count == 1 && pattern[0] == UInt8(ascii: "*") { return true }
         if pattern.isEmpty { return component.isEmpty }
-        var context = Context(variables: variables, caseInsensitive: caseInsensitive)
+        var context = Context(variables: variables, caseInsensitive: caseInsensitive, pattern: pattern, component: component)
         return execute(pattern, component, &context)
     }
 
@@ -54,11 +98,15 @@ enum Wildcard {
                 let rest = UnsafeBufferPointer(rebasing: p[pi...])
                 var start = si
                 while start < s.count {
-                    context.depth += 1
-                    let matched = execute(rest, UnsafeBufferPointer(rebasing: s[start...]), &context)
-                    context.depth -= 1
-                    if matched { return true }
-                    if context.tooComplex { return false }
+                    let candidate = UnsafeBufferPointer(rebasing: s[start...])
+                    if !context.failures.hasFailed(rest, candidate) {
+                        context.depth += 1
+                        let matched = execute(rest, candidate, &context)
+                        context.depth -= 1
+                        if matched { return true }
+                        if context.tooComplex { return false }
+                        context.failures.recordFailure(rest, candidate)
+                    }
                     start += UTF8Scalars.length(lead: s[start])
                 }
                 return false
@@ -191,8 +239,9 @@ public enum PathNormalization {
             out.append(UInt8(ascii: "/"))
             return
         }
-        if path.count == 1 {
-            out.append(path[0])
+        // Lengths are NSString lengths (UTF-16 code units), as in swcd.
+        if utf16Length(path) == 1 {
+            out.append(contentsOf: path)
             return
         }
         out.reserveCapacity(path.count + 2)
@@ -206,7 +255,7 @@ public enum PathNormalization {
         }
         var leading = false
         var trailing = false
-        if out.count >= 2 {
+        if out.withUnsafeBufferPointer(utf16Length) >= 2 {
             if out.first == star {
                 leading = true
                 out.removeFirst()
@@ -220,5 +269,11 @@ public enum PathNormalization {
         if !trailing && out.last != slash { out.append(slash) }
         if leading { out.insert(star, at: 0) }
         if trailing { out.append(star) }
+    }
+
+    static func utf16Length(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
+        var length = 0
+        for b in bytes where b & 0xC0 != 0x80 { length += b >= 0xF0 ? 2 : 1 }
+        return length
     }
 }

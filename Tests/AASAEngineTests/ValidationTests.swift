@@ -1,0 +1,139 @@
+import Foundation
+import Testing
+@testable import AASAEngine
+
+struct ValidationCase: CustomTestStringConvertible, Sendable {
+    let code: DiagnosticCode
+    let pointer: String
+    let text: String
+    var testDescription: String { "\(code.rawValue) \(code.name)" }
+}
+
+private let A = "ABCDE12345.com.example.app"
+
+/// One document per code, each producing that code at that pointer.
+let validationCases: [ValidationCase] = [
+    .init(code: .notUTF8, pointer: "", text: "{\"applinks\":\"caf\u{00FF}\"}"),  // replaced by raw bytes below
+    .init(code: .notJSON, pointer: "", text: "{\"applinks\": }"),
+    .init(code: .empty, pointer: "", text: "  \n"),
+    .init(code: .notObject, pointer: "", text: "[]"),
+    .init(code: .tooLarge, pointer: "", text: "{\"webcredentials\":{\"apps\":[\"\(A)\"]},\"pad\":\"" + String(repeating: "x", count: 131_072) + "\"}"),
+    .init(code: .duplicateKey, pointer: "/webcredentials/apps", text: #"{"webcredentials":{"apps":[],"apps":["\#(A)"]}}"#),
+    .init(code: .noKnownService, pointer: "", text: #"{"something":{}}"#),
+    .init(code: .serviceNotObject, pointer: "/applinks", text: #"{"applinks":[]}"#),
+    .init(code: .appsNotArray, pointer: "/webcredentials/apps", text: #"{"webcredentials":{"apps":"\#(A)"}}"#),
+    .init(code: .appsEntryNotString, pointer: "/appclips/apps/0", text: #"{"appclips":{"apps":[1]}}"#),
+    .init(code: .unknownTopLevelKey, pointer: "/extra", text: #"{"webcredentials":{"apps":["\#(A)"]},"extra":1}"#),
+    .init(code: .unknownServiceKey, pointer: "/webcredentials/other", text: #"{"webcredentials":{"apps":["\#(A)"],"other":1}}"#),
+    .init(code: .emptyApps, pointer: "/webcredentials/apps", text: #"{"webcredentials":{"apps":[]}}"#),
+    .init(code: .detailsWrongType, pointer: "/applinks/details", text: #"{"applinks":{"details":"x"}}"#),
+    .init(code: .detailNotObject, pointer: "/applinks/details/0", text: #"{"applinks":{"details":[7]}}"#),
+    .init(code: .detailWithoutAppID, pointer: "/applinks/details/0", text: #"{"applinks":{"details":[{"components":[]}]}}"#),
+    .init(code: .malformedAppID, pointer: "/applinks/details/0/appIDs/0", text: #"{"applinks":{"details":[{"appIDs":["com.example.app"],"components":[]}]}}"#),
+    .init(code: .appIDWrongType, pointer: "/applinks/details/0/appID", text: #"{"applinks":{"details":[{"appID":["\#(A)"],"components":[]}]}}"#),
+    .init(code: .bothAppIDForms, pointer: "/applinks/details/0/appID", text: #"{"applinks":{"details":[{"appIDs":["\#(A)"],"appID":"\#(A)","components":[]}]}}"#),
+    .init(code: .emptyDetails, pointer: "/applinks/details", text: #"{"applinks":{"details":[]}}"#),
+    .init(code: .duplicateAppID, pointer: "/applinks/details/1", text: #"{"applinks":{"details":[{"appIDs":["\#(A)"],"components":[]},{"appID":"\#(A)","components":[]}]}}"#),
+    .init(code: .detailWithoutPatterns, pointer: "/applinks/details/0", text: #"{"applinks":{"details":[{"appIDs":["\#(A)"]}]}}"#),
+    .init(code: .componentsNotArray, pointer: "/applinks/details/0/components", text: #"{"applinks":{"details":[{"appIDs":["\#(A)"],"components":{}}]}}"#),
+    .init(code: .pathsNotArray, pointer: "/applinks/details/0/paths", text: #"{"applinks":{"details":[{"appIDs":["\#(A)"],"paths":"/x"}]}}"#),
+    .init(code: .pathsAndComponents, pointer: "/applinks/details/0/paths", text: #"{"applinks":{"details":[{"appIDs":["\#(A)"],"paths":["/x"],"components":[{"/":"/x"}]}]}}"#),
+    .init(code: .legacyDetailsDictionary, pointer: "/applinks/details", text: #"{"applinks":{"details":{"\#(A)":{"paths":["/x"]}}}}"#),
+    .init(code: .legacyAppsKey, pointer: "/applinks/apps", text: #"{"applinks":{"apps":[],"details":[{"appID":"\#(A)","paths":["/x"]}]}}"#),
+    .init(code: .unknownDetailKey, pointer: "/applinks/details/0/paht", text: #"{"applinks":{"details":[{"appID":"\#(A)","paths":["/x"],"paht":[]}]}}"#),
+    .init(code: .unknownAppLinksKey, pointer: "/applinks/detail", text: #"{"applinks":{"detail":[],"details":[{"appID":"\#(A)","paths":["/x"]}]}}"#),
+    .init(code: .emptyRules, pointer: "/applinks/details/0/components", text: #"{"applinks":{"details":[{"appIDs":["\#(A)"],"components":[]}]}}"#),
+    .init(code: .componentNotObject, pointer: "/applinks/details/0/components/0", text: #"{"applinks":{"details":[{"appIDs":["\#(A)"],"components":["/x"]}]}}"#),
+    .init(code: .nonStringPattern, pointer: "/applinks/details/0/components/0/#", text: ##"{"applinks":{"details":[{"appIDs":["\##(A)"],"components":[{"#":5}]}]}}"##),
+    .init(code: .queryWrongType, pointer: "/applinks/details/0/components/0/?", text: #"{"applinks":{"details":[{"appIDs":["\#(A)"],"components":[{"?":["a"]}]}]}}"#),
+    .init(code: .queryNonStringValue, pointer: "/applinks/details/0/components/0/?/flag", text: #"{"applinks":{"details":[{"appIDs":["\#(A)"],"components":[{"?":{"a":"1","flag":true}}]}]}}"#),
+    .init(code: .flagNotBoolean, pointer: "/applinks/details/0/components/0/caseSensitive", text: #"{"applinks":{"details":[{"appIDs":["\#(A)"],"components":[{"/":"/x","caseSensitive":"false"}]}]}}"#),
+    .init(code: .unknownComponentKey, pointer: "/applinks/details/0/components/0/path", text: #"{"applinks":{"details":[{"appIDs":["\#(A)"],"components":[{"path":"/x"}]}]}}"#),
+    .init(code: .legacyPathNotString, pointer: "/applinks/details/0/paths/1", text: #"{"applinks":{"details":[{"appID":"\#(A)","paths":["/x",{"/":"/y"}]}]}}"#),
+    .init(code: .unreachableRule, pointer: "/applinks/details/0/components/1", text: #"{"applinks":{"details":[{"appIDs":["\#(A)"],"components":[{"/":"*"},{"/":"/never"}]}]}}"#),
+    .init(code: .requiredEntitlement, pointer: "/applinks/details/0/components/0/requiredEntitlement", text: #"{"applinks":{"details":[{"appIDs":["\#(A)"],"components":[{"/":"/x","requiredEntitlement":"com.example.e"}]}]}}"#),
+    .init(code: .unknownVariable, pointer: "/applinks/details/0/components/0/~1", text: #"{"applinks":{"details":[{"appIDs":["\#(A)"],"components":[{"/":"/$(food)"}]}]}}"#),
+    .init(code: .unterminatedVariable, pointer: "/applinks/details/0/components/0/#", text: ##"{"applinks":{"details":[{"appIDs":["\##(A)"],"components":[{"#":"$(digit"}]}]}}"##),
+    .init(code: .backslashInPattern, pointer: "/applinks/details/0/components/0/~1", text: #"{"applinks":{"details":[{"appIDs":["\#(A)"],"components":[{"/":"/a\\*"}]}]}}"#),
+    .init(code: .patternTooComplex, pointer: "/applinks/details/0/components/0/~1", text: #"{"applinks":{"details":[{"appIDs":["\#(A)"],"components":[{"/":"/\#(String(repeating: "*a", count: 70))"}]}]}}"#),
+    .init(code: .nulInPattern, pointer: "/applinks/details/0/components/0/~1", text: #"{"applinks":{"details":[{"appIDs":["\#(A)"],"components":[{"/":"/a\u0000b"}]}]}}"#),
+    .init(code: .defaultsNotObject, pointer: "/applinks/defaults", text: #"{"applinks":{"defaults":true,"details":[{"appIDs":["\#(A)"],"components":[{"/":"/x"}]}]}}"#),
+    .init(code: .unknownDefaultsKey, pointer: "/applinks/details/0/defaults/caseSensitve", text: #"{"applinks":{"details":[{"appIDs":["\#(A)"],"defaults":{"caseSensitve":false},"components":[{"/":"/x"}]}]}}"#),
+    .init(code: .variablesNotObject, pointer: "/applinks/substitutionVariables", text: #"{"applinks":{"substitutionVariables":[],"details":[{"appIDs":["\#(A)"],"components":[{"/":"/x"}]}]}}"#),
+    .init(code: .variableValuesWrongType, pointer: "/applinks/substitutionVariables/v", text: #"{"applinks":{"substitutionVariables":{"v":3},"details":[{"appIDs":["\#(A)"],"components":[{"/":"/x"}]}]}}"#),
+    .init(code: .variableValueNotString, pointer: "/applinks/substitutionVariables/v/1", text: #"{"applinks":{"substitutionVariables":{"v":["a",2]},"details":[{"appIDs":["\#(A)"],"components":[{"/":"/$(v)"}]}]}}"#),
+    .init(code: .variableValueReferencesVariable, pointer: "/applinks/substitutionVariables/v/0", text: #"{"applinks":{"substitutionVariables":{"v":["$(digit)x","y"]},"details":[{"appIDs":["\#(A)"],"components":[{"/":"/$(v)"}]}]}}"#),
+    .init(code: .invalidVariableName, pointer: "/applinks/substitutionVariables/a(b", text: #"{"applinks":{"substitutionVariables":{"a(b":["x"]},"details":[{"appIDs":["\#(A)"],"components":[{"/":"/x"}]}]}}"#),
+    .init(code: .variableShadowsBuiltIn, pointer: "/applinks/substitutionVariables/digit", text: #"{"applinks":{"substitutionVariables":{"digit":["x"]},"details":[{"appIDs":["\#(A)"],"components":[{"/":"/$(digit)"}]}]}}"#),
+    .init(code: .variableWithoutValues, pointer: "/applinks/substitutionVariables/v", text: #"{"applinks":{"substitutionVariables":{"v":[]},"details":[{"appIDs":["\#(A)"],"components":[{"/":"/$(v)"}]}]}}"#),
+    .init(code: .unusedVariable, pointer: "/applinks/substitutionVariables/spare", text: #"{"applinks":{"substitutionVariables":{"spare":["x"]},"details":[{"appIDs":["\#(A)"],"components":[{"/":"/x"}]}]}}"#),
+]
+
+@Suite struct ValidationTests {
+    func file(for testCase: ValidationCase) -> AASAFile {
+        if testCase.code == .notUTF8 {
+            return AASAFile.read(Array(#"{"applinks":"caf"#.utf8) + [0xFF] + Array(#""}"#.utf8))
+        }
+        return AASAFile.read(testCase.text)
+    }
+
+    @Test(arguments: validationCases)
+    func emitsTheCodeAtThePointer(testCase: ValidationCase) {
+        let file = file(for: testCase)
+        let hits = file.diagnostics.filter { $0.code == testCase.code }
+        #expect(hits.map(\.pointer.description).contains(testCase.pointer),
+                "expected \(testCase.code.rawValue) at '\(testCase.pointer)', got \(file.diagnostics.map(\.description))")
+        #expect(file.isValid == !file.diagnostics.contains { $0.severity == .error })
+        if testCase.code.severity == .error { #expect(!file.isValid) }
+        for d in hits { #expect(!d.message.isEmpty && !d.message.contains("\n")) }
+    }
+
+    @Test func everyCodeHasATestCase() {
+        let tested = Set(validationCases.map(\.code))
+        let missing = DiagnosticCode.allCases.filter { !tested.contains($0) }
+        #expect(missing.isEmpty, "untested codes: \(missing.map(\.rawValue))")
+    }
+
+    @Test func everyCodeIsDocumented() throws {
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/diagnostics.md")
+        let text = try String(contentsOf: docs, encoding: .utf8)
+        for code in DiagnosticCode.allCases {
+            #expect(text.contains("| \(code.rawValue) | `\(code.name)` | \(code.severity.rawValue) |"),
+                    "docs/diagnostics.md lacks a row for \(code.rawValue)")
+        }
+    }
+
+    @Test func codesAreUnique() {
+        #expect(Set(DiagnosticCode.allCases.map(\.rawValue)).count == DiagnosticCode.allCases.count)
+        #expect(Set(DiagnosticCode.allCases.map(\.name)).count == DiagnosticCode.allCases.count)
+    }
+
+    @Test func appleExampleIsClean() throws {
+        let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("examples/apple-overview.json")
+        let file = AASAFile.read(Array(try Data(contentsOf: example)))
+        #expect(file.diagnostics.isEmpty, "\(file.diagnostics)")
+    }
+
+    @Test func contractSeverities() {
+        // The contract fixes these severities.
+        #expect(DiagnosticCode.tooLarge.severity == .error)
+        #expect(DiagnosticCode.malformedAppID.severity == .error)
+        #expect(DiagnosticCode.unknownVariable.severity == .error)
+        #expect(DiagnosticCode.bothAppIDForms.severity == .warning)
+        #expect(DiagnosticCode.variableValueReferencesVariable.severity == .warning)
+        #expect(DiagnosticCode.queryNonStringValue.severity == .warning)
+        #expect(DiagnosticCode.emptyDetails.severity == .warning)
+        #expect(DiagnosticCode.unreachableRule.severity == .warning)
+        #expect(DiagnosticCode.pathsAndComponents.severity == .note)
+        #expect(DiagnosticCode.legacyAppsKey.severity == .note)
+        #expect(DiagnosticCode.unknownComponentKey.severity == .note)
+    }
+
+    @Test func oversizedFileStillGetsTheRestOfItsDiagnostics() {
+        let big = #"{"applinks":{"details":[{"appIDs":["bad"],"components":[]}]},"pad":""# + String(repeating: "x", count: 140_000) + "\"}"
+        let found = Set(codes(AASAFile.read(big)))
+        #expect(found.isSuperset(of: ["AE005", "AE023"]))
+    }
+}
