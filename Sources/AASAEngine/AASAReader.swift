@@ -290,6 +290,7 @@ struct DocumentReader {
                 if case .string(let text) = entry {
                     let pattern = text.uppercased().hasPrefix("NOT ") ? String(text.dropFirst(4)) : text
                     checkPattern(pattern, at: p, variables: variables)
+                    checkPathLength(pattern, at: p)
                 } else {
                     note(.legacyPathNotString, p, "a paths entry must be a string, not \(entry.typeDescription); devices treat it as a rule that matches every URL")
                 }
@@ -373,6 +374,7 @@ struct DocumentReader {
             guard let value = object[key] else { continue }
             if let pattern = value.stringValue {
                 checkPattern(pattern, at: pointer.appending(key), variables: variables)
+                if key == "/" { checkPathLength(pattern, at: pointer.appending(key)) }
             } else {
                 let part = key == "/" ? "path" : "fragment"
                 note(.nonStringPattern, pointer.appending(key), "the \(part) pattern '\(key)' must be a string, not \(value.typeDescription); devices ignore it and match any \(part)")
@@ -432,6 +434,14 @@ struct DocumentReader {
         if levels >= Wildcard.maximumDepth - 1 {
             note(.patternTooComplex, pointer, "\(levels) wildcards and variables; devices stop evaluating a pattern after 64 levels of backtracking and report no match")
         }
+    }
+
+    /// Devices leave a one-character path pattern unnormalised, so anything but `*` and `/`
+    /// can only ever be compared with a normalised URL path it cannot equal.
+    mutating func checkPathLength(_ pattern: String, at pointer: JSONPointer) {
+        guard pattern.utf16.count == 1, pattern != "*", pattern != "/" else { return }
+        let hint = pattern == "?" ? "it matches only the root path" : "it never matches"
+        note(.unnormalizedPathPattern, pointer, "devices do not normalise a one-character path pattern, so '\(pattern)' is not '/\(pattern)': \(hint)")
     }
 
     // MARK: substitution variables

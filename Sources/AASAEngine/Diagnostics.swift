@@ -65,6 +65,7 @@ public enum DiagnosticCode: String, Sendable, CaseIterable {
     case backslashInPattern = "AE052"
     case patternTooComplex = "AE053"
     case nulInPattern = "AE054"
+    case unnormalizedPathPattern = "AE055"
     // defaults.
     case defaultsNotObject = "AE060"
     case unknownDefaultsKey = "AE061"
@@ -89,7 +90,7 @@ public enum DiagnosticCode: String, Sendable, CaseIterable {
             return .error
         case .duplicateKey, .bothAppIDForms, .emptyDetails, .duplicateAppID, .detailWithoutPatterns,
              .queryNonStringValue, .flagNotBoolean, .unreachableRule, .variableValueReferencesVariable,
-             .patternTooComplex, .variableWithoutValues, .emptyApps, .emptyRules:
+             .patternTooComplex, .variableWithoutValues, .emptyApps, .emptyRules, .unnormalizedPathPattern:
             return .warning
         case .unknownTopLevelKey, .unknownServiceKey, .pathsAndComponents, .legacyDetailsDictionary,
              .legacyAppsKey, .unknownDetailKey, .unknownAppLinksKey, .unknownComponentKey,
@@ -146,6 +147,7 @@ public enum DiagnosticCode: String, Sendable, CaseIterable {
         case .backslashInPattern: return "backslash-in-pattern"
         case .patternTooComplex: return "pattern-too-complex"
         case .nulInPattern: return "nul-in-pattern"
+        case .unnormalizedPathPattern: return "one-character-path"
         case .defaultsNotObject: return "defaults-not-object"
         case .unknownDefaultsKey: return "unknown-defaults-key"
         case .variablesNotObject: return "variables-not-object"

@@ -11,6 +11,9 @@ import Testing
         ("/shop/", "https://example.com/shop", .match),
         ("shop", "https://example.com/shop", .match),
         ("shop", "https://example.com/shopx", .noMatch),
+        ("x", "https://example.com/x", .noMatch),   // one character: left unnormalised
+        ("?", "https://example.com/", .match),
+        ("?", "https://example.com/a", .noMatch),
         ("/a/*/c", "https://example.com/a/c", .noMatch),
         ("/a/*/c", "https://example.com/a/b/c", .match),
         ("/code/???", "https://example.com/code/12", .noMatch),

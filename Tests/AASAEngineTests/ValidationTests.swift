@@ -57,6 +57,7 @@ let validationCases: [ValidationCase] = [
     .init(code: .backslashInPattern, pointer: "/applinks/details/0/components/0/~1", text: #"{"applinks":{"details":[{"appIDs":["\#(A)"],"components":[{"/":"/a\\*"}]}]}}"#),
     .init(code: .patternTooComplex, pointer: "/applinks/details/0/components/0/~1", text: #"{"applinks":{"details":[{"appIDs":["\#(A)"],"components":[{"/":"/\#(String(repeating: "*a", count: 70))"}]}]}}"#),
     .init(code: .nulInPattern, pointer: "/applinks/details/0/components/0/~1", text: #"{"applinks":{"details":[{"appIDs":["\#(A)"],"components":[{"/":"/a\u0000b"}]}]}}"#),
+    .init(code: .unnormalizedPathPattern, pointer: "/applinks/details/0/paths/0", text: #"{"applinks":{"details":[{"appID":"\#(A)","paths":["x"]}]}}"#),
     .init(code: .defaultsNotObject, pointer: "/applinks/defaults", text: #"{"applinks":{"defaults":true,"details":[{"appIDs":["\#(A)"],"components":[{"/":"/x"}]}]}}"#),
     .init(code: .unknownDefaultsKey, pointer: "/applinks/details/0/defaults/caseSensitve", text: #"{"applinks":{"details":[{"appIDs":["\#(A)"],"defaults":{"caseSensitve":false},"components":[{"/":"/x"}]}]}}"#),
     .init(code: .variablesNotObject, pointer: "/applinks/substitutionVariables", text: #"{"applinks":{"substitutionVariables":[],"details":[{"appIDs":["\#(A)"],"components":[{"/":"/x"}]}]}}"#),
