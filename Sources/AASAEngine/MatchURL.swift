@@ -5,10 +5,40 @@
 public struct MatchURL: Sendable, Equatable {
     public let string: String
     /// Lower-cased host without port or user info; empty when the URL has no authority.
-    public let host: String
-    let path: [UInt8]
-    let query: [UInt8]?
-    let fragment: [UInt8]?
+    public var host: String { String(decoding: parts.host, as: UTF8.self) }
+    let parts: Parts
+
+    /// The parsed pieces, shared by copies (one reference to count, not six).
+    final class Parts: Sendable {
+        let host: [UInt8]
+        let path: [UInt8]
+        let query: [UInt8]?
+        let fragment: [UInt8]?
+        /// `percentEncodedQueryItems`: the query split on `&`, then on the first `=`.
+        let queryItems: [QueryItem]
+
+        init(host: [UInt8], path: [UInt8], query: [UInt8]?, fragment: [UInt8]?) {
+            self.host = host
+            self.path = path
+            self.query = query
+            self.fragment = fragment
+            queryItems = MatchURL.queryItems(query)
+        }
+    }
+
+    public static func == (a: MatchURL, b: MatchURL) -> Bool { a.string == b.string }
+
+    /// ASCII case-insensitive comparison of the host with `domain`.
+    func hostEquals(_ domain: String) -> Bool {
+        let host = parts.host
+        guard domain.utf8.count == host.count else { return false }
+        var i = 0
+        for b in domain.utf8 {
+            if UTF8Scalars.asciiLower(b) != host[i] { return false }
+            i += 1
+        }
+        return true
+    }
 
     public struct ParseError: Error, Equatable, CustomStringConvertible {
         public let description: String
@@ -35,6 +65,8 @@ public struct MatchURL: Sendable, Equatable {
         else { throw ParseError(description: "'\(string)' is not an absolute URL (expected e.g. https://example.com/path)") }
 
         var rest = Array(bytes[(colon + 1)...])
+        let fragment: [UInt8]?
+        let query: [UInt8]?
         if let hash = rest.firstIndex(of: UInt8(ascii: "#")) {
             fragment = Array(rest[(hash + 1)...])
             rest = Array(rest[..<hash])
@@ -57,11 +89,9 @@ public struct MatchURL: Sendable, Equatable {
             } else if let portColon = authority.lastIndex(of: UInt8(ascii: ":")) {
                 authority = Array(authority[..<portColon])
             }
-            host = String(decoding: authority.map(UTF8Scalars.asciiLower), as: UTF8.self)
-            path = Array(rest[authorityEnd...])
+            parts = Parts(host: authority.map(UTF8Scalars.asciiLower), path: Array(rest[authorityEnd...]), query: query, fragment: fragment)
         } else {
-            host = ""
-            path = rest
+            parts = Parts(host: [], path: rest, query: query, fragment: fragment)
         }
     }
 
@@ -80,7 +110,8 @@ public struct MatchURL: Sendable, Equatable {
     /// Percent-decoding as NSURLComponents' decoded accessors do it. Bytes that do not decode
     /// to valid UTF-8 make the accessor return nil, which swcd reads as an empty string; a decoded
     /// NUL ends the C string swcd matches against.
-    static func decoded(_ bytes: [UInt8]) -> [UInt8] {
+    static func decoded(_ bytes: some Collection<UInt8>) -> [UInt8] {
+        let bytes = Array(bytes)
         guard bytes.contains(UInt8(ascii: "%")) else { return bytes }
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count)
@@ -100,22 +131,17 @@ public struct MatchURL: Sendable, Equatable {
         return out
     }
 
-    struct QueryItem {
-        let name: [UInt8]
-        let value: [UInt8]?
+    struct QueryItem: Sendable, Equatable {
+        let name: ArraySlice<UInt8>
+        /// nil for an item without `=`.
+        let value: ArraySlice<UInt8>?
     }
 
-    /// `percentEncodedQueryItems` / `queryItems`: split on `&`, then on the first `=`.
-    static func queryItems(_ query: [UInt8]?, decode: Bool) -> [QueryItem] {
+    static func queryItems(_ query: [UInt8]?) -> [QueryItem] {
         guard let query, !query.isEmpty else { return [] }
         return query.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: false).map { item in
-            let item = Array(item)
-            guard let equals = item.firstIndex(of: UInt8(ascii: "=")) else {
-                return QueryItem(name: decode ? decoded(item) : item, value: nil)
-            }
-            let name = Array(item[..<equals])
-            let value = Array(item[(equals + 1)...])
-            return decode ? QueryItem(name: decoded(name), value: decoded(value)) : QueryItem(name: name, value: value)
+            guard let equals = item.firstIndex(of: UInt8(ascii: "=")) else { return QueryItem(name: item, value: nil) }
+            return QueryItem(name: item[..<equals], value: item[(equals + 1)...])
         }
     }
 }

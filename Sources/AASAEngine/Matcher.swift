@@ -55,10 +55,10 @@ public struct CompiledAASA: Sendable {
     /// Decides `url` for `appID`. With a non-empty `domain`, a URL whose host differs
     /// (case-insensitively) is `no_match`.
     public func match(_ url: MatchURL, appID: String, domain: String? = nil) -> MatchResult {
-        if let domain, !domain.isEmpty, url.host != domain.lowercased() {
+        if let domain, !domain.isEmpty, !url.hostEquals(domain) {
             return MatchResult(decision: .noMatch, reason: .hostMismatch, detail: nil, rule: nil, ruleSource: nil)
         }
-        guard let index = entryByApp[AppID.canonical(appID)] else {
+        guard let index = entryByApp[appID] ?? entryByApp[AppID.canonical(appID)] else {
             return MatchResult(decision: .noMatch, reason: .appNotListed, detail: nil, rule: nil, ruleSource: nil)
         }
         let detail = details[index]
@@ -79,7 +79,7 @@ public struct CompiledAASA: Sendable {
     }
 }
 
-struct CompiledDetail: Sendable {
+final class CompiledDetail: Sendable {
     let pointer: JSONPointer
     let rules: [CompiledRule]?
 
@@ -103,13 +103,17 @@ struct CompiledPattern: Sendable {
         isLiteral = !bytes.contains { $0 == UInt8(ascii: "*") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "$") || $0 == UInt8(ascii: "\\") }
     }
 
-    func matches(_ component: [UInt8], _ variables: VariableTable, caseInsensitive: Bool) -> Bool {
-        if isLiteral && !caseInsensitive { return bytes == component }
+    func matches(_ component: ArraySlice<UInt8>, _ variables: VariableTable, caseInsensitive: Bool) -> Bool {
+        if isLiteral && !caseInsensitive { return bytes.elementsEqual(component) }
         return bytes.withUnsafeBufferPointer { p in
             component.withUnsafeBufferPointer { s in
                 Wildcard.matches(pattern: p, component: s, variables: variables, caseInsensitive: caseInsensitive)
             }
         }
+    }
+
+    func matches(_ component: [UInt8], _ variables: VariableTable, caseInsensitive: Bool) -> Bool {
+        matches(component[...], variables, caseInsensitive: caseInsensitive)
     }
 }
 
@@ -117,7 +121,9 @@ enum RuleOutcome {
     case noMatch, match, blocked
 }
 
-struct CompiledRule: Sendable {
+/// A reference type so that the per-decision loop over rules costs one retain, not a copy of
+/// every field.
+final class CompiledRule: Sendable {
     enum Query: Sendable {
         case any
         case string(CompiledPattern)
@@ -128,9 +134,17 @@ struct CompiledRule: Sendable {
     let path: CompiledPattern?
     let fragment: CompiledPattern?
     let query: Query
+    let caseInsensitive: Bool
+    let percentEncoded: Bool
+    let exclude: Bool
+    let needsEntitlement: Bool
 
     init(_ rule: Rule) {
         self.rule = rule
+        caseInsensitive = !rule.caseSensitive
+        percentEncoded = rule.percentEncoded
+        exclude = rule.exclude
+        needsEntitlement = rule.requiredEntitlement != nil
         path = rule.path.map { CompiledPattern($0, isPath: true) }
         fragment = rule.fragment.map { CompiledPattern($0, isPath: false) }
         switch rule.query {
@@ -144,9 +158,9 @@ struct CompiledRule: Sendable {
     /// `SWCPatternStorage::evaluate`: every specified part must match; then `exclude` decides
     /// between a match and a block.
     func evaluate(_ input: inout MatchInput, _ variables: VariableTable) -> RuleOutcome {
-        if rule.requiredEntitlement != nil { return .noMatch }
-        let fold = !rule.caseSensitive
-        let encoded = rule.percentEncoded
+        if needsEntitlement { return .noMatch }
+        let fold = caseInsensitive
+        let encoded = percentEncoded
         if let path, !path.matches(input.path(encoded: encoded), variables, caseInsensitive: fold) { return .noMatch }
         if let fragment, !fragment.matches(input.fragment(encoded: encoded), variables, caseInsensitive: fold) { return .noMatch }
         switch query {
@@ -158,27 +172,26 @@ struct CompiledRule: Sendable {
             // matched as the empty string. Names are looked up exactly, whatever the case setting.
             let items = input.queryItems(encoded: encoded)
             for item in items {
-                for predicate in predicates where predicate.name == item.name {
+                for predicate in predicates where predicate.name.elementsEqual(item.name) {
                     if !predicate.pattern.matches(item.value ?? [], variables, caseInsensitive: fold) { return .noMatch }
                 }
             }
-            for predicate in predicates where !items.contains(where: { $0.name == predicate.name }) {
+            for predicate in predicates where !items.contains(where: { $0.name.elementsEqual(predicate.name) }) {
                 if !predicate.pattern.matches([], variables, caseInsensitive: fold) { return .noMatch }
             }
         }
-        return rule.exclude ? .blocked : .match
+        return exclude ? .blocked : .match
     }
 }
 
 /// The URL parts one decision needs, each computed at most once.
 struct MatchInput {
-    let url: MatchURL
+    let url: MatchURL.Parts
     private var encodedPath: [UInt8]?
     private var decodedPath: [UInt8]?
-    private var encodedItems: [MatchURL.QueryItem]?
     private var decodedItems: [MatchURL.QueryItem]?
 
-    init(_ url: MatchURL) { self.url = url }
+    init(_ url: MatchURL) { self.url = url.parts }
 
     mutating func path(encoded: Bool) -> [UInt8] {
         if encoded {
@@ -204,13 +217,10 @@ struct MatchInput {
     }
 
     mutating func queryItems(encoded: Bool) -> [MatchURL.QueryItem] {
-        if encoded {
-            if let encodedItems { return encodedItems }
-            encodedItems = MatchURL.queryItems(url.query, decode: false)
-            return encodedItems!
-        }
+        if encoded { return url.queryItems }
         if let decodedItems { return decodedItems }
-        decodedItems = MatchURL.queryItems(url.query, decode: true)
-        return decodedItems!
+        let decoded = url.queryItems.map { MatchURL.QueryItem(name: MatchURL.decoded($0.name)[...], value: $0.value.map { MatchURL.decoded($0)[...] }) }
+        decodedItems = decoded
+        return decoded
     }
 }

@@ -244,31 +244,32 @@ public enum PathNormalization {
             out.append(contentsOf: path)
             return
         }
-        out.reserveCapacity(path.count + 2)
         let star = UInt8(ascii: "*")
         let slash = UInt8(ascii: "/")
-        var previous: UInt8 = 0
-        for b in path {
-            if (b == star || b == slash) && b == previous { continue }
-            out.append(b)
-            previous = b
-        }
-        var leading = false
-        var trailing = false
-        if out.withUnsafeBufferPointer(utf16Length) >= 2 {
-            if out.first == star {
-                leading = true
-                out.removeFirst()
+        // Collapse runs of `*` and of `/`, on the stack.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: path.count) { buffer in
+            var n = 0
+            var previous: UInt8 = 0
+            for b in path where !((b == star || b == slash) && b == previous) {
+                buffer[n] = b
+                n += 1
+                previous = b
             }
-            if out.last == star {
-                trailing = true
-                out.removeLast()
+            var start = 0
+            var end = n
+            var leading = false
+            var trailing = false
+            if utf16Length(UnsafeBufferPointer(rebasing: buffer[0..<n])) >= 2 {
+                if buffer[0] == star { leading = true; start = 1 }
+                if end > start && buffer[end - 1] == star { trailing = true; end -= 1 }
             }
+            out.reserveCapacity(end - start + 4)
+            if leading { out.append(star) }
+            if !leading && (start == end || buffer[start] != slash) { out.append(slash) }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[start..<end]))
+            if !trailing && (out.isEmpty || out[out.count - 1] != slash) { out.append(slash) }
+            if trailing { out.append(star) }
         }
-        if !leading && out.first != slash { out.insert(slash, at: 0) }
-        if !trailing && out.last != slash { out.append(slash) }
-        if leading { out.insert(star, at: 0) }
-        if trailing { out.append(star) }
     }
 
     static func utf16Length(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {

@@ -1,0 +1,61 @@
+# aasa-edge — the two commands a newcomer needs are `make run` and `make test`.
+SWIFT ?= swift
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+SYSTEM_PACKAGES := libcurl4-openssl-dev libsqlite3-dev
+BIN := .build/debug/aasa-edge
+RELEASE_BIN := .build/release/aasa-edge
+SHARED := ../shared/conformance
+EXAMPLE := examples/apple-overview.json
+EXAMPLE_APP := ABCDE12345.com.example.app
+
+.PHONY: all deps build release test run conformance bench clean
+
+all: build
+
+# Installs the system libraries the package links against, only when missing.
+deps:
+	@missing=""; \
+	for p in $(SYSTEM_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  $(SUDO) apt-get install -y $$missing || { $(SUDO) apt-get update && $(SUDO) apt-get install -y $$missing; }; \
+	fi
+
+build: deps
+	$(SWIFT) build
+
+release: deps
+	$(SWIFT) build -c release
+
+# Every test: unit tests of each module, the conformance corpus (when ../shared is beside the
+# project), and end-to-end tests of the real binary.
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+	@if [ -f $(SHARED)/cases.json ]; then $(MAKE) --no-print-directory conformance; \
+	else echo "conformance: $(SHARED) not found, skipped"; fi
+
+# Until `serve` exists, the most useful thing the binary does: validate and match the bundled
+# example (Apple's own applinks example).
+run: build
+	$(BIN) validate $(EXAMPLE)
+	$(BIN) match $(EXAMPLE) --app-id $(EXAMPLE_APP) --domain example.com \
+	  https://example.com/buy/42 \
+	  'https://example.com/buy/42#no_universal_links' \
+	  'https://example.com/help/website/faq?articleNumber=4815' \
+	  'https://example.com/help/123?articleNumber=4815' \
+	  'https://example.com/help/123?articleNumber=481' \
+	  https://example.com/elsewhere
+
+# The shared swcutil-verified corpus through the binary's `match --jsonl` protocol.
+conformance: build
+	scripts/conformance.sh $(BIN) $(SHARED)
+
+bench: deps
+	bench/run-matcher-bench.sh
+
+clean:
+	rm -rf .build bench/MatcherBench/.build
