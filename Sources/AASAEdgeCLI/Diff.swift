@@ -26,8 +26,8 @@ struct Diff: ParsableCommand {
     var exitCode = false
 
     func run() throws {
-        let before = try Self.document(old)
-        let after = try Self.document(new)
+        let before = try InputFile.readDocument(old).0
+        let after = try InputFile.readDocument(new).0
         let diff = AASADiff(old: before, new: after)
         if json {
             Console.out(JSONWriter.string(diff.json))
@@ -35,14 +35,5 @@ struct Diff: ParsableCommand {
             Console.out(diff.isEmpty ? "no semantic difference" : diff.lines.joined(separator: "\n"))
         }
         if exitCode && !diff.isEmpty { throw ExitCode(ExitStatus.bad.rawValue) }
-    }
-
-    static func document(_ path: String) throws -> AASADocument {
-        let file = try InputFile.readAASA(path)
-        guard let document = file.document else {
-            let reason = file.diagnostics.first(where: { $0.severity == .error })?.message ?? "unreadable"
-            throw CLIFailure.bad("\(path) is not a usable AASA file: \(reason)")
-        }
-        return document
     }
 }

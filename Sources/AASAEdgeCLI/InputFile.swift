@@ -50,6 +50,17 @@ enum InputFile {
         return AASAFile.read(contents.bytes)
     }
 
+    /// Reads an AASA file that must at least be a JSON object (validation errors are allowed:
+    /// devices read such files too).
+    static func readDocument(_ path: String) throws(CLIFailure) -> (AASADocument, AASAFile) {
+        let file = try readAASA(path)
+        guard let document = file.document else {
+            let reason = file.diagnostics.first(where: { $0.severity == .error })?.message ?? "unreadable"
+            throw .bad("\(path) is not a usable AASA file: \(reason)")
+        }
+        return (document, file)
+    }
+
     private static func reason(_ error: Error) -> String {
         let nsError = error as NSError
         if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError,

@@ -63,11 +63,7 @@ struct Match: ParsableCommand {
         } catch {
             throw CLIFailure.usage(error.description)
         }
-        let aasa = try InputFile.readAASA(file)
-        guard let document = aasa.document else {
-            let reason = aasa.diagnostics.first(where: { $0.severity == .error })?.message ?? "unreadable"
-            throw CLIFailure.bad("\(file) is not a usable AASA file: \(reason)")
-        }
+        let (document, aasa) = try InputFile.readDocument(file)
         let errors = aasa.diagnostics.filter { $0.severity == .error }.count
         if errors > 0 && !json {
             Console.error("note: \(file) has \(errors) validation error\(errors == 1 ? "" : "s"); matching as devices would (see `aasa-edge validate`)")
