@@ -285,3 +285,36 @@ import Testing
         #expect(decide(doc, "https://example.com/?page=x#top") == .noMatch)
     }
 }
+
+@Suite struct MatcherPropertyTests {
+    @Test func literalPatternMatchesItsOwnPath() throws {
+        // Property: a path pattern without wildcards or variables matches a URL with that path,
+        // with or without a trailing slash, and not the same path with an extra segment.
+        var generator = SeededGenerator(seed: 2024)
+        let alphabet = Array("abcxyz0189-._~%2F")
+        for _ in 0..<1_000 {
+            let segments = (0..<Int.random(in: 1...4, using: &generator)).map { _ in
+                String((0..<Int.random(in: 2...6, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })
+                    .replacingOccurrences(of: "%", with: "%25")
+            }
+            let path = "/" + segments.joined(separator: "/")
+            let compiled = compile(document(components: [["/": .string(path)]]))
+            for url in ["https://example.com" + path, "https://example.com" + path + "/"] {
+                #expect(compiled.match(try MatchURL(url), appID: app).decision == .match, "\(path) vs \(url)")
+            }
+            #expect(compiled.match(try MatchURL("https://example.com" + path + "/more"), appID: app).decision == .noMatch)
+        }
+    }
+
+    @Test func starMatchesEveryURL() throws {
+        var generator = SeededGenerator(seed: 99)
+        let compiled = compile(document(components: [["/": "*", "?": "*", "#": "*"]]))
+        let alphabet = Array("abc/%20?=&#-")
+        for _ in 0..<1_000 {
+            var tail = String((0..<Int.random(in: 0...20, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })
+            tail = tail.replacingOccurrences(of: "%", with: "%25")
+            guard let url = try? MatchURL("https://example.com/" + tail) else { continue }
+            #expect(compiled.match(url, appID: app).decision == .match, "\(tail)")
+        }
+    }
+}
