@@ -2,9 +2,11 @@
 import PackageDescription
 
 // Module map (see README "Architecture"):
-//   AASAEngine   pure AASA engine: JSON, validation, matcher, diff. No I/O, no dependencies.
-//   AASAEdgeCLI  the `aasa-edge` executable: argument parsing and wiring only.
-// Later modules (origin fetcher + its C shim, store, cache policy, HTTP server) sit beside these.
+//   AASAEngine     pure AASA engine: JSON, validation, matcher, diff. No I/O, no dependencies.
+//   CCurlShim      typed C wrappers for libcurl's variadic calls (only OriginFetcher imports it).
+//   OriginFetcher  origin fetches with Apple's rules; the only code touching libcurl.
+//   AASAEdgeCLI    the `aasa-edge` executable: argument parsing and wiring only.
+// Later modules (store, cache policy, HTTP server) sit beside these.
 let package = Package(
     name: "aasa-edge",
     platforms: [.macOS(.v14)],
@@ -17,14 +19,20 @@ let package = Package(
     ],
     targets: [
         .target(name: "AASAEngine"),
+        .target(name: "CCurlShim", linkerSettings: [.linkedLibrary("curl")]),
+        .target(name: "OriginFetcher", dependencies: ["AASAEngine", "CCurlShim"]),
         .executableTarget(
             name: "AASAEdgeCLI",
             dependencies: [
                 "AASAEngine",
+                "OriginFetcher",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(name: "AASAEngineTests", dependencies: ["AASAEngine"]),
+        // The real HTTPS test origin, shared by the fetcher tests and every edge test.
+        .target(name: "TestOrigin", dependencies: ["AASAEngine"], path: "Tests/TestOrigin", exclude: ["test-origin.py"]),
+        .testTarget(name: "OriginFetcherTests", dependencies: ["OriginFetcher", "AASAEngine", "TestOrigin"]),
         .testTarget(name: "AASAEdgeCLITests", dependencies: ["AASAEngine"]),
     ]
 )

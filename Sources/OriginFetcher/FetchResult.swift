@@ -1,0 +1,163 @@
+import AASAEngine
+
+/// The failure reasons of the contract, in Apple's `SWCERR` family.
+public enum FailureCode: String, Sendable, CaseIterable {
+    case badHTTPResponse = "SWCERR00101"
+    case dnsFailure = "SWCERR00201"
+    case privateAddress = "SWCERR00202"
+    case connectionFailed = "SWCERR00203"
+    case tlsFailure = "SWCERR00204"
+    case timeout = "SWCERR00301"
+    case tooLarge = "SWCERR00401"
+    case invalidJSON = "SWCERR00402"
+
+    /// The text after the code in `Apple-Failure-Reason` (00101 appends the status line).
+    public var title: String {
+        switch self {
+        case .badHTTPResponse: return "Bad HTTP Response"
+        case .dnsFailure: return "DNS Failure"
+        case .privateAddress: return "Connections to private/reserved IP addresses are not allowed"
+        case .connectionFailed: return "Connection Failed"
+        case .tlsFailure: return "TLS Failure"
+        case .timeout: return "Timeout"
+        case .tooLarge: return "Too Large"
+        case .invalidJSON: return "Invalid JSON"
+        }
+    }
+
+    /// `Apple-Try-Direct`: whether a device could reasonably try the origin itself.
+    public var tryDirect: Bool {
+        switch self {
+        case .dnsFailure, .connectionFailed, .tlsFailure, .timeout: return true
+        case .badHTTPResponse, .privateAddress, .tooLarge, .invalidJSON: return false
+        }
+    }
+}
+
+/// Why an origin fetch cannot be served, in the shape of Apple's failure headers.
+public struct OriginFailure: Sendable, Equatable, CustomStringConvertible {
+    public let code: FailureCode
+    /// `Apple-Failure-Reason`, e.g. `SWCERR00101 Bad HTTP Response: 404 Not Found`.
+    public let reason: String
+    /// `Apple-Failure-Details`: a small JSON object.
+    public let details: JSONObject
+
+    public init(code: FailureCode, statusLine: String? = nil, details: JSONObject) {
+        self.code = code
+        reason = code.rawValue + " " + code.title + (statusLine.map { ": " + $0 } ?? "")
+        self.details = details
+    }
+
+    public var tryDirect: Bool { code.tryDirect }
+    /// The details as one line of JSON, for the header.
+    public var detailsJSON: String { JSONWriter.string(.object(details)) }
+    public var description: String { "\(reason) \(detailsJSON)" }
+}
+
+public enum FetchOutcome: Sendable, Equatable {
+    /// A complete 200 whose body is a JSON object of at most 131072 bytes.
+    case fetched
+    /// 304 to a conditional request: the caller's copy is still current.
+    case notModified
+    case failed(OriginFailure)
+}
+
+/// Seconds from the start of the transfer until each phase ended (0 when not reached).
+public struct FetchTimings: Sendable, Equatable {
+    public var dns: Double
+    public var connect: Double
+    public var tls: Double
+    public var firstByte: Double
+    public var total: Double
+
+    public init(dns: Double = 0, connect: Double = 0, tls: Double = 0, firstByte: Double = 0, total: Double = 0) {
+        self.dns = dns
+        self.connect = connect
+        self.tls = tls
+        self.firstByte = firstByte
+        self.total = total
+    }
+}
+
+/// Validators of a copy the caller already has, for a conditional request.
+public struct Validators: Sendable, Equatable {
+    public var etag: String?
+    public var lastModified: String?
+    public init(etag: String? = nil, lastModified: String? = nil) {
+        self.etag = etag
+        self.lastModified = lastModified
+    }
+    var isEmpty: Bool { etag == nil && lastModified == nil }
+}
+
+public struct FetchResult: Sendable {
+    public let host: OriginHost
+    public let url: String
+    public let outcome: FetchOutcome
+    /// The origin's status code, when a status line arrived.
+    public let status: Int?
+    /// `404 Not Found`: the code and the origin's phrase (or the standard one).
+    public let statusLine: String?
+    public let etag: String?
+    public let lastModified: String?
+    public let contentType: String?
+    public let cacheControl: String?
+    public let location: String?
+    /// The body, when the outcome is `.fetched` (empty otherwise).
+    public let body: [UInt8]
+    /// Lower-case hex SHA-256 of `body`, when fetched.
+    public let sha256: String?
+    /// The address and port the fetch connected to.
+    public let connectedIP: String?
+    public let connectedPort: Int?
+    public let timings: FetchTimings
+    /// Wall-clock start, Unix seconds.
+    public let startedAt: Double
+
+    public var failure: OriginFailure? {
+        if case .failed(let failure) = outcome { return failure }
+        return nil
+    }
+
+    /// True when the edge would serve this body.
+    public var isUsable: Bool { outcome == .fetched }
+}
+
+/// Standard reason phrases, for status lines that arrive without one.
+enum StatusPhrase {
+    static func standard(_ code: Int) -> String {
+        switch code {
+        case 100: return "Continue"
+        case 200: return "OK"
+        case 201: return "Created"
+        case 202: return "Accepted"
+        case 203: return "Non-Authoritative Information"
+        case 204: return "No Content"
+        case 206: return "Partial Content"
+        case 300: return "Multiple Choices"
+        case 301: return "Moved Permanently"
+        case 302: return "Found"
+        case 303: return "See Other"
+        case 304: return "Not Modified"
+        case 307: return "Temporary Redirect"
+        case 308: return "Permanent Redirect"
+        case 400: return "Bad Request"
+        case 401: return "Unauthorized"
+        case 403: return "Forbidden"
+        case 404: return "Not Found"
+        case 405: return "Method Not Allowed"
+        case 406: return "Not Acceptable"
+        case 408: return "Request Timeout"
+        case 410: return "Gone"
+        case 418: return "I'm a teapot"
+        case 429: return "Too Many Requests"
+        case 451: return "Unavailable For Legal Reasons"
+        case 500: return "Internal Server Error"
+        case 501: return "Not Implemented"
+        case 502: return "Bad Gateway"
+        case 503: return "Service Unavailable"
+        case 504: return "Gateway Timeout"
+        default: return "Unknown"
+        }
+    }
+}

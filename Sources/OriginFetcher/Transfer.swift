@@ -1,0 +1,304 @@
+import AASAEngine
+import CCurlShim
+import Foundation
+
+/// One origin fetch: an easy handle, its options, what its callbacks collected, and the mapping
+/// of how it ended to a `FetchResult`. Confined to the loop thread once submitted.
+final class Transfer: @unchecked Sendable {
+    let easy: UnsafeMutableRawPointer
+    let host: OriginHost
+    let url: String
+    private let completion: @Sendable (FetchResult) -> Void
+    private let allowAnyAddress: Bool
+    private let startedAt = Date().timeIntervalSince1970
+    private var lists: [UnsafeMutablePointer<curl_slist>] = []
+    private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+    private var retained: Unmanaged<Transfer>?
+
+    // Collected by the callbacks.
+    fileprivate var body: [UInt8] = []
+    fileprivate var exceededCap = false
+    fileprivate var status: Int?
+    fileprivate var phrase: String?
+    fileprivate var headersComplete = false
+    fileprivate var headers: [String: String] = [:]
+    fileprivate var refusedAddress: String?
+    /// The TLS handshake began, so TCP was connected (curl's CONNECT_TIME covers TCP and TLS).
+    fileprivate var handshakeStarted = false
+
+    init(host: OriginHost, configuration: FetcherConfiguration, validators: Validators?,
+         completion: @escaping @Sendable (FetchResult) -> Void) {
+        self.host = host
+        url = host.originURL
+        self.completion = completion
+        allowAnyAddress = configuration.allowPrivateOrigins || configuration.isConnectToTarget(host)
+        easy = curl_easy_init()!
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        // The callbacks find this object through userdata; keep it alive until `finish`.
+        let unmanaged = Unmanaged.passRetained(self)
+        retained = unmanaged
+        let me = unmanaged.toOpaque()
+
+        _ = aasa_curl_setopt_string(easy, CURLOPT_URL, url)
+        _ = aasa_curl_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "https")
+        _ = aasa_curl_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "https")
+        _ = aasa_curl_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0)
+        _ = aasa_curl_setopt_long(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1)
+        _ = aasa_curl_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+        let timeoutMs = max(1, Int((configuration.timeout * 1000).rounded()))
+        _ = aasa_curl_setopt_long(easy, CURLOPT_TIMEOUT_MS, timeoutMs)
+        _ = aasa_curl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, timeoutMs)
+        _ = aasa_curl_setopt_string(easy, CURLOPT_USERAGENT, FetcherConfiguration.userAgent)
+        _ = aasa_curl_setopt_off_t(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(FetcherConfiguration.maximumBodySize))
+        _ = aasa_curl_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+        _ = aasa_curl_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
+        if let caFile = configuration.caFile { _ = aasa_curl_setopt_string(easy, CURLOPT_CAINFO, caFile) }
+
+        var requestHeaders = ["Accept: application/json"]
+        if let etag = validators?.etag { requestHeaders.append("If-None-Match: \(etag)") }
+        if let lastModified = validators?.lastModified { requestHeaders.append("If-Modified-Since: \(lastModified)") }
+        setList(CURLOPT_HTTPHEADER, requestHeaders)
+        if !configuration.connectTo.isEmpty { setList(CURLOPT_CONNECT_TO, configuration.connectTo) }
+        if !configuration.resolve.isEmpty { setList(CURLOPT_RESOLVE, configuration.resolve) }
+
+        _ = aasa_curl_setopt_write_callback(easy, CURLOPT_WRITEFUNCTION, writeCallback)
+        _ = aasa_curl_setopt_pointer(easy, CURLOPT_WRITEDATA, me)
+        _ = aasa_curl_setopt_write_callback(easy, CURLOPT_HEADERFUNCTION, headerCallback)
+        _ = aasa_curl_setopt_pointer(easy, CURLOPT_HEADERDATA, me)
+        _ = aasa_curl_setopt_opensocket_callback(easy, openSocketCallback)
+        _ = aasa_curl_setopt_pointer(easy, CURLOPT_OPENSOCKETDATA, me)
+        _ = aasa_curl_setopt_ssl_ctx_callback(easy, sslContextCallback)
+        _ = aasa_curl_setopt_pointer(easy, CURLOPT_SSL_CTX_DATA, me)
+    }
+
+    private func setList(_ option: CURLoption, _ items: [String]) {
+        var list: UnsafeMutablePointer<curl_slist>?
+        for item in items { list = curl_slist_append(list, item) }
+        if let list {
+            lists.append(list)
+            _ = aasa_curl_setopt_slist(easy, option, list)
+        }
+    }
+
+    deinit {
+        curl_easy_cleanup(easy)
+        for list in lists { curl_slist_free_all(list) }
+        errorBuffer.deallocate()
+    }
+
+    // MARK: callbacks
+
+    fileprivate func receive(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
+        if status == 200 || status == nil {
+            if body.count + bytes.count > FetcherConfiguration.maximumBodySize {
+                exceededCap = true
+                return 0  // stop reading at the cap
+            }
+            body.append(contentsOf: bytes)
+        }
+        return bytes.count
+    }
+
+    fileprivate func receiveHeader(_ line: UnsafeBufferPointer<UInt8>) {
+        var text = String(decoding: line, as: UTF8.self)
+        while let last = text.unicodeScalars.last, last == "\r" || last == "\n" { text.unicodeScalars.removeLast() }
+        if text.hasPrefix("HTTP/") {
+            // A new response (after a 1xx, or the first): start over.
+            let parts = text.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
+            status = parts.count > 1 ? Int(parts[1]) : nil
+            phrase = parts.count > 2 ? String(parts[2]).trimmingCharacters(in: .whitespaces) : nil
+            headers = [:]
+            headersComplete = false
+            body = []
+            return
+        }
+        if text.isEmpty {
+            headersComplete = status.map { $0 >= 200 } ?? false
+            return
+        }
+        guard let colon = text.firstIndex(of: ":") else { return }
+        let name = text[..<colon].lowercased()
+        let value = text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        headers[name] = value
+    }
+
+    fileprivate func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
+        if !allowAnyAddress {
+            var bytes = [UInt8](repeating: 0, count: 16)
+            let family = aasa_sockaddr_address(address, &bytes)
+            let addressBytes = family == 4 ? Array(bytes[0..<4]) : family == 6 ? bytes : []
+            if AddressPolicy.isPrivateOrReserved(addressBytes) {
+                refusedAddress = AddressPolicy.format(addressBytes)
+                return -1  // CURL_SOCKET_BAD: nothing is sent to the address
+            }
+        }
+        return aasa_open_socket(address)
+    }
+
+    // MARK: completion
+
+    /// Called on the loop thread when curl is done with the handle.
+    func finish(code: CURLcode) {
+        let result = makeResult(code: code)
+        retained?.release()
+        retained = nil
+        completion(result)
+    }
+
+    /// The loop was stopped before the transfer started.
+    func finishWithoutRunning() {
+        retained?.release()
+        retained = nil
+        let failure = OriginFailure(code: .connectionFailed, details: JSONObject([JSONMember("cause", "the fetcher was shut down")]))
+        completion(result(.failed(failure), timings: FetchTimings()))
+    }
+
+    private func info(_ item: CURLINFO) -> Double {
+        var value: curl_off_t = 0
+        _ = aasa_curl_getinfo_off_t(easy, item, &value)
+        return Double(value) / 1_000_000
+    }
+
+    /// The transfer ran on a connection opened by an earlier one.
+    private var reusedConnection: Bool {
+        var connects = 0
+        _ = aasa_curl_getinfo_long(easy, CURLINFO_NUM_CONNECTS, &connects)
+        var ip: UnsafePointer<CChar>?
+        _ = aasa_curl_getinfo_string(easy, CURLINFO_PRIMARY_IP, &ip)
+        return connects == 0 && ip.map { $0.pointee != 0 } == true
+    }
+
+    private var curlMessage: String {
+        let text = String(cString: errorBuffer)
+        return text.isEmpty ? String(cString: curl_easy_strerror(CURLE_OK)) : text
+    }
+
+    private func makeResult(code: CURLcode) -> FetchResult {
+        let timings = FetchTimings(dns: info(CURLINFO_NAMELOOKUP_TIME_T), connect: info(CURLINFO_CONNECT_TIME_T),
+                                   tls: info(CURLINFO_APPCONNECT_TIME_T), firstByte: info(CURLINFO_STARTTRANSFER_TIME_T),
+                                   total: info(CURLINFO_TOTAL_TIME_T))
+        return result(outcome(code: code, timings: timings), timings: timings)
+    }
+
+    /// The contract's precedence: once a non-200 status line has arrived, 00101; for a 200 (or
+    /// no status), too large, then timeout, then connection/DNS/TLS errors, then invalid JSON.
+    private func outcome(code: CURLcode, timings: FetchTimings) -> FetchOutcome {
+        func failure(_ failureCode: FailureCode, _ details: [JSONMember], statusLine: String? = nil) -> FetchOutcome {
+            .failed(OriginFailure(code: failureCode, statusLine: statusLine, details: JSONObject(details)))
+        }
+        if let status, status != 200 {
+            if status == 304 { return .notModified }
+            let line = "\(status) \(phrase.flatMap { $0.isEmpty ? nil : $0 } ?? StatusPhrase.standard(status))"
+            var details = [JSONMember("status", .string(line))]
+            if (300...399).contains(status), let location = headers["location"] { details.append(JSONMember("location", .string(location))) }
+            return failure(.badHTTPResponse, details, statusLine: line)
+        }
+        if exceededCap || code == CURLE_FILESIZE_EXCEEDED {
+            return failure(.tooLarge, [JSONMember("limit", .number(JSONNumber(String(FetcherConfiguration.maximumBodySize))))])
+        }
+        if code == CURLE_OPERATION_TIMEDOUT {
+            let phase: String
+            if status != nil {
+                phase = headersComplete ? "body" : "headers"
+            } else if timings.tls > 0 || reusedConnection {
+                phase = "headers"
+            } else if handshakeStarted {
+                phase = "tls"
+            } else if timings.dns > 0 {
+                phase = "connect"
+            } else {
+                phase = "dns"
+            }
+            let seconds = String(format: "%g", timings.total.rounded(toPlaces: 1))
+            return failure(.timeout, [JSONMember("cause", .string("timed out after \(seconds) s while awaiting \(phase == "headers" ? "headers" : phase)")),
+                                      JSONMember("phase", .string(phase))])
+        }
+        if let refusedAddress {
+            return failure(.privateAddress, [JSONMember("address", .string(refusedAddress))])
+        }
+        switch code {
+        case CURLE_OK: break
+        case CURLE_COULDNT_RESOLVE_HOST:
+            return failure(.dnsFailure, [JSONMember("cause", .string(curlMessage))])
+        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
+             CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH,
+             CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_CRL_BADFILE, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED,
+             CURLE_USE_SSL_FAILED, CURLE_SSL_SHUTDOWN_FAILED:
+            return failure(.tlsFailure, [JSONMember("cause", .string(curlMessage))])
+        default:
+            // Refused, reset, closed mid-body, nothing received, or anything else on the wire.
+            return failure(.connectionFailed, [JSONMember("cause", .string(curlMessage))])
+        }
+        guard status == 200 else {
+            return failure(.connectionFailed, [JSONMember("cause", "the connection closed without a response")])
+        }
+        if let problem = Self.jsonObjectProblem(body) {
+            return failure(.invalidJSON, [JSONMember("cause", .string(problem))])
+        }
+        return .fetched
+    }
+
+    /// Why `bytes` is not a JSON object, or nil when it is one.
+    static func jsonObjectProblem(_ bytes: [UInt8]) -> String? {
+        if bytes.isEmpty { return "the body is empty" }
+        guard JSONReader.isValidUTF8(bytes) else { return "the body is not valid UTF-8" }
+        do {
+            let value = try bytes.withUnsafeBufferPointer { buffer throws(JSONSyntaxError) in
+                try JSONReader.parse(utf8: bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? UnsafeBufferPointer(rebasing: buffer[3...]) : buffer)
+            }
+            if case .object = value { return nil }
+            return "the body is \(value.typeDescription), not a JSON object"
+        } catch {
+            return "not valid JSON: \(error)"
+        }
+    }
+
+    private func result(_ outcome: FetchOutcome, timings: FetchTimings) -> FetchResult {
+        var ip: UnsafePointer<CChar>?
+        _ = aasa_curl_getinfo_string(easy, CURLINFO_PRIMARY_IP, &ip)
+        var port = 0
+        _ = aasa_curl_getinfo_long(easy, CURLINFO_PRIMARY_PORT, &port)
+        let connectedIP = ip.map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
+        let fetched = outcome == .fetched
+        let statusLine = status.map { "\($0) \(phrase.flatMap { $0.isEmpty ? nil : $0 } ?? StatusPhrase.standard($0))" }
+        return FetchResult(
+            host: host, url: url, outcome: outcome, status: status, statusLine: statusLine,
+            etag: headers["etag"], lastModified: headers["last-modified"], contentType: headers["content-type"],
+            cacheControl: headers["cache-control"], location: headers["location"],
+            body: fetched ? body : [], sha256: fetched ? SHA256.hex(body) : nil,
+            connectedIP: connectedIP, connectedPort: port > 0 ? port : nil, timings: timings, startedAt: startedAt)
+    }
+}
+
+private extension Double {
+    func rounded(toPlaces places: Int) -> Double {
+        let scale = pow(10, Double(places))
+        return (self * scale).rounded() / scale
+    }
+}
+
+// C callbacks capture nothing: the Transfer arrives through userdata.
+
+private let writeCallback: curl_write_callback = { data, size, count, userdata in
+    guard let userdata, let data else { return 0 }
+    let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
+    let buffer = UnsafeBufferPointer(start: UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self), count: size * count)
+    return transfer.receive(buffer)
+}
+
+private let headerCallback: curl_write_callback = { data, size, count, userdata in
+    guard let userdata, let data else { return 0 }
+    let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
+    transfer.receiveHeader(UnsafeBufferPointer(start: UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self), count: size * count))
+    return size * count
+}
+
+private let sslContextCallback: curl_ssl_ctx_callback = { _, _, userdata in
+    if let userdata { Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue().handshakeStarted = true }
+    return CURLE_OK
+}
+
+private let openSocketCallback: curl_opensocket_callback = { clientp, _, address in
+    guard let clientp, let address else { return -1 }
+    return Unmanaged<Transfer>.fromOpaque(clientp).takeUnretainedValue().openSocket(address)
+}
