@@ -2,13 +2,15 @@
 SWIFT ?= swift
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SYSTEM_PACKAGES := libcurl4-openssl-dev libsqlite3-dev
+# The HTTPS test origin (Tests/TestOrigin/test-origin.py) needs python3 with `cryptography`.
+TEST_PACKAGES := python3
 BIN := .build/debug/aasa-edge
 RELEASE_BIN := .build/release/aasa-edge
 SHARED := ../shared/conformance
 EXAMPLE := examples/apple-overview.json
 EXAMPLE_APP := ABCDE12345.com.example.app
 
-.PHONY: all deps build release test run conformance bench clean
+.PHONY: all deps test-deps build release test run conformance bench clean
 
 all: build
 
@@ -24,6 +26,13 @@ deps:
 	  $(SUDO) apt-get install -y $$missing || { $(SUDO) apt-get update && $(SUDO) apt-get install -y $$missing; }; \
 	fi
 
+# What the tests need besides the build: python3 and its cryptography package for the test origin.
+test-deps: deps
+	@command -v python3 >/dev/null || { export DEBIAN_FRONTEND=noninteractive; \
+	  $(SUDO) apt-get install -y $(TEST_PACKAGES) || { $(SUDO) apt-get update && $(SUDO) apt-get install -y $(TEST_PACKAGES); }; }
+	@python3 -c "import cryptography" 2>/dev/null || python3 -m pip install --quiet cryptography \
+	  || { export DEBIAN_FRONTEND=noninteractive; $(SUDO) apt-get install -y python3-cryptography; }
+
 build: deps
 	$(SWIFT) build
 
@@ -31,8 +40,8 @@ release: deps
 	$(SWIFT) build -c release
 
 # Every test: unit tests of each module, the conformance corpus (when ../shared is beside the
-# project), and end-to-end tests of the real binary.
-test: deps
+# project), the fetcher against a real HTTPS origin on loopback, and end-to-end tests of the binary.
+test: test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	@if [ -f $(SHARED)/cases.json ]; then $(MAKE) --no-print-directory conformance; \

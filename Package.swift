@@ -33,6 +33,6 @@ let package = Package(
         // The real HTTPS test origin, shared by the fetcher tests and every edge test.
         .target(name: "TestOrigin", dependencies: ["AASAEngine"], path: "Tests/TestOrigin", exclude: ["test-origin.py"]),
         .testTarget(name: "OriginFetcherTests", dependencies: ["OriginFetcher", "AASAEngine", "TestOrigin"]),
-        .testTarget(name: "AASAEdgeCLITests", dependencies: ["AASAEngine"]),
+        .testTarget(name: "AASAEdgeCLITests", dependencies: ["AASAEngine", "TestOrigin"]),
     ]
 )

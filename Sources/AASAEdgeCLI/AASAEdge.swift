@@ -10,7 +10,7 @@ struct AASAEdge: AsyncParsableCommand {
         --expect); 2 usage error; 3 I/O or internal error.
         """,
         version: AASAEdgeVersion.string,
-        subcommands: [Validate.self, Match.self, Diff.self]
+        subcommands: [Validate.self, Match.self, Diff.self, Fetch.self]
     )
 }
 
@@ -24,7 +24,9 @@ enum AASAEdgeVersion {
 enum Entry {
     static func main() async {
         do {
-            var command = try AASAEdge.parseAsRoot()
+            let arguments = try EnvironmentDefaults.apply(to: Array(CommandLine.arguments.dropFirst()),
+                                                          environment: ProcessInfo.processInfo.environment)
+            var command = try AASAEdge.parseAsRoot(arguments)
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
@@ -36,6 +38,10 @@ enum Entry {
     }
 
     static func exit(with error: Error) -> Never {
+        if let bad = error as? EnvironmentDefaults.BadValue {
+            Console.error("error: " + bad.message)
+            Foundation.exit(ExitStatus.usage.rawValue)
+        }
         if let failure = error as? CLIFailure {
             Console.error(failure.message)
             Foundation.exit(failure.code.rawValue)

@@ -39,10 +39,14 @@ public struct FetcherConfiguration: Sendable {
                 throw ConfigurationError(message: "--resolve '\(entry)' is not HOST:PORT:ADDRESS")
             }
         }
+        guard timeout > 0, timeout.isFinite else { throw ConfigurationError(message: "--origin-timeout must be a positive number of seconds") }
+    }
+
+    /// The CA file, when given, can be read (an I/O problem rather than a usage one).
+    public func checkFiles() throws(ConfigurationError) {
         if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
             throw ConfigurationError(message: "--ca-file \(caFile) cannot be read")
         }
-        guard timeout > 0, timeout.isFinite else { throw ConfigurationError(message: "--origin-timeout must be a positive number of seconds") }
     }
 
     /// A CONNECT_TO entry applies to this host: its address is the lab's explicit choice.

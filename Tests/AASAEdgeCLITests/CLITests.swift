@@ -19,10 +19,11 @@ enum Binary {
         let stderr: String
     }
 
-    static func run(_ arguments: [String], stdin: String? = nil) throws -> Result {
+    static func run(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws -> Result {
         let process = Process()
         process.executableURL = url
         process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("aasa-edge-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -225,6 +225,7 @@ def serve_tls(listener, contexts):
     def handle(raw):
         try:
             raw.settimeout(300)
+            raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             conn = default.wrap_socket(raw, server_side=True)
         except (ssl.SSLError, OSError):
             raw.close()
