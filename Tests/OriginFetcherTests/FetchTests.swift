@@ -86,6 +86,15 @@ func failure(_ result: FetchResult, sourceLocation: SourceLocation = #_sourceLoc
         for host in hosts { #expect(try origin.requestCount(host) == 1) }
     }
 
+    @Test func sequentialFetchesReuseTheConnection() async throws {
+        try origin.serve("reuse.lab.test", body: aasa)
+        let f = fetcher(for: ["reuse.lab.test"])
+        defer { f.shutdown() }
+        for _ in 0..<3 { #expect(await f.fetch(try OriginHost("reuse.lab.test")).outcome == .fetched) }
+        #expect(try origin.requestCount("reuse.lab.test") == 3)
+        #expect(try origin.connectionCount("reuse.lab.test") == 1)
+    }
+
     @Test func privateAddressAllowedInLabMode() async throws {
         try origin.serve("private.lab.test", body: aasa)
         let host = try OriginHost("private.lab.test:\(origin.httpsPort)")

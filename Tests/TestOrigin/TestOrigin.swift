@@ -79,6 +79,11 @@ public final class TestOrigin: @unchecked Sendable {
         try control("GET", "/hosts/\(host)")["count"]?.numberInt ?? -1
     }
 
+    /// TLS connections (handshakes) the origin has accepted for `host`.
+    public func connectionCount(_ host: String) throws -> Int {
+        try control("GET", "/hosts/\(host)")["connections"]?.numberInt ?? -1
+    }
+
     /// Request headers of the last request for `host` (lower-cased names).
     public func lastRequestHeaders(_ host: String) throws -> JSONObject {
         try control("GET", "/hosts/\(host)")["lastHeaders"]?.objectValue ?? JSONObject()

@@ -18,8 +18,9 @@ Each host's behaviour is set through the control API (JSON), any time during a t
                              "etag":"\\"v1\\"","delay":0,"drip":{"bytes":16,"interval":0.2},
                              "contentLength":true,"oversize":200000,"closeMidBody":false,
                              "neverAnswer":false,"reset":false}
-    GET  /hosts/NAME        {"count": N, "lastHeaders": {...}}   requests seen for NAME (the last
-                            request's headers, lower-cased, plus ":request-line")
+    GET  /hosts/NAME        {"count": N, "connections": N, "lastHeaders": {...}}: requests and TLS
+                            connections (handshakes by SNI) seen for NAME, and the last request's
+                            headers, lower-cased, plus ":request-line"
     DELETE /hosts           forget every behaviour and counter
 Unknown hosts get 404. A request with If-None-Match equal to the behaviour's etag gets 304.
 """
@@ -44,6 +45,7 @@ LOCK = threading.Lock()
 BEHAVIOURS = {}
 COUNTS = {}
 LAST_HEADERS = {}
+HANDSHAKES = {}
 
 
 def make_key():
@@ -215,6 +217,8 @@ def serve_tls(listener, contexts):
 
     def sni(sock, name, ctx):
         name = (name or "").lower()
+        with LOCK:
+            HANDSHAKES[name] = HANDSHAKES.get(name, 0) + 1
         if name == "hang.lab.test":
             time.sleep(120)
         if name in contexts:
@@ -275,13 +279,15 @@ class ControlHandler(BaseHTTPRequestHandler):
     def do_GET(self):
         host = self.host()
         with LOCK:
-            self.reply(200, {"count": COUNTS.get(host, 0), "lastHeaders": LAST_HEADERS.get(host, {})})
+            self.reply(200, {"count": COUNTS.get(host, 0), "connections": HANDSHAKES.get(host, 0),
+                             "lastHeaders": LAST_HEADERS.get(host, {})})
 
     def do_DELETE(self):
         with LOCK:
             BEHAVIOURS.clear()
             COUNTS.clear()
             LAST_HEADERS.clear()
+            HANDSHAKES.clear()
         self.reply(200, {})
 
 
