@@ -5,8 +5,11 @@ import PackageDescription
 //   AASAEngine     pure AASA engine: JSON, validation, matcher, diff. No I/O, no dependencies.
 //   CCurlShim      typed C wrappers for libcurl's variadic calls (only OriginFetcher imports it).
 //   OriginFetcher  origin fetches with Apple's rules; the only code touching libcurl.
+//   CachePolicy    pure freshness decisions and the request outcome enum (injected clock).
+//   SnapshotStore  versioned snapshots, host state, fetch log in SQLite; the only code touching SQLite.
+//   EdgeCore       the caching edge: memory copies, coalesced origin fetches, admin operations.
+//   EdgeHTTP       Hummingbird routes: translates requests and EdgeCore replies, no policy.
 //   AASAEdgeCLI    the `aasa-edge` executable: argument parsing and wiring only.
-// Later modules (store, cache policy, HTTP server) sit beside these.
 let package = Package(
     name: "aasa-edge",
     platforms: [.macOS(.v14)],
@@ -16,16 +19,35 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         .target(name: "AASAEngine"),
         .target(name: "CCurlShim", linkerSettings: [.linkedLibrary("curl")]),
         .target(name: "OriginFetcher", dependencies: ["AASAEngine", "CCurlShim"]),
+        .target(name: "CachePolicy"),
+        .target(name: "SnapshotStore", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "EdgeCore", dependencies: [
+            "AASAEngine", "CachePolicy", "OriginFetcher", "SnapshotStore", .product(name: "Logging", package: "swift-log"),
+        ]),
+        .target(name: "EdgeHTTP", dependencies: [
+            "AASAEngine", "CachePolicy", "EdgeCore", "OriginFetcher",
+            .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .executableTarget(
             name: "AASAEdgeCLI",
             dependencies: [
                 "AASAEngine",
+                "CachePolicy",
+                "EdgeCore",
+                "EdgeHTTP",
                 "OriginFetcher",
+                "SnapshotStore",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -33,6 +55,9 @@ let package = Package(
         // The real HTTPS test origin, shared by the fetcher tests and every edge test.
         .target(name: "TestOrigin", dependencies: ["AASAEngine"], path: "Tests/TestOrigin", exclude: ["test-origin.py"]),
         .testTarget(name: "OriginFetcherTests", dependencies: ["OriginFetcher", "AASAEngine", "TestOrigin"]),
+        .testTarget(name: "CachePolicyTests", dependencies: ["CachePolicy"]),
+        .testTarget(name: "SnapshotStoreTests", dependencies: ["SnapshotStore"]),
+        .testTarget(name: "EdgeTests", dependencies: ["AASAEngine", "OriginFetcher", "TestOrigin"]),
         .testTarget(name: "AASAEdgeCLITests", dependencies: ["AASAEngine", "TestOrigin"]),
     ]
 )

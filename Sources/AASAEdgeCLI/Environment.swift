@@ -22,7 +22,21 @@ enum EnvironmentDefaults {
         Option(flag: "allow-private-origins", kind: .boolean),
     ]
 
-    static let bySubcommand: [String: [Option]] = ["fetch": fetchOptions]
+    static let serveOptions: [Option] = [
+        Option(flag: "host", kind: .value),
+        Option(flag: "port", kind: .value),
+        Option(flag: "db", kind: .value),
+        Option(flag: "ttl", kind: .value),
+        Option(flag: "failure-ttl", kind: .value),
+        Option(flag: "stale-if-error", kind: .value),
+    ] + fetchOptions + [
+        Option(flag: "allow-domain", kind: .repeatable),
+        Option(flag: "refetch-concurrency", kind: .value),
+        Option(flag: "memory-cache-mb", kind: .value),
+        Option(flag: "admin-token", kind: .value),
+    ]
+
+    static let bySubcommand: [String: [Option]] = ["fetch": fetchOptions, "serve": serveOptions]
 
     /// The lines `--help` shows for a subcommand's variables.
     static func help(for subcommand: String) -> String {

@@ -34,6 +34,7 @@ import ssl
 import sys
 import threading
 import time
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from cryptography import x509
@@ -181,7 +182,10 @@ class OriginHandler:
         if etag and request_headers.get("if-none-match") == etag:
             status, body, reason = 304, b"", None
         if reason is None:
-            reason = {200: "OK", 304: "Not Modified", 404: "Not Found"}.get(status, "Status")
+            try:
+                reason = HTTPStatus(status).phrase
+            except ValueError:
+                reason = "Unknown"
         headers = dict(b.get("headers", {}))
         if etag:
             headers.setdefault("ETag", etag)

@@ -1,0 +1,115 @@
+import ArgumentParser
+import CachePolicy
+import EdgeCore
+import EdgeHTTP
+import Foundation
+import Logging
+import OriginFetcher
+import SnapshotStore
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the edge: Apple's associated-domains CDN routes in front of your origins.",
+        discussion: """
+        Routes: GET/HEAD /a/v1/{host} and the host-routed /.well-known/apple-app-site-association \
+        and /apple-app-site-association; the admin API under /admin/v1 (bearer token); /healthz, \
+        /readyz. Logs go to stderr; "listening on http://HOST:PORT" is logged before the first \
+        request is accepted. SIGTERM or SIGINT stops the edge gracefully (exit 0).
+
+        \(EnvironmentDefaults.help(for: "serve"))
+        """
+    )
+
+    @Option(help: "Listen address.")
+    var host = "127.0.0.1"
+
+    @Option(help: "Listen port (0 picks a free one).")
+    var port = 8080
+
+    @Option(help: ArgumentHelp("The SQLite store (created with parent folders if missing).", valueName: "FILE"))
+    var db = "./var/aasa-edge.sqlite"
+
+    @Option(help: ArgumentHelp("Seconds a successful fetch stays fresh.", valueName: "SECONDS"))
+    var ttl: Double = 3600
+
+    @Option(name: .customLong("failure-ttl"), help: ArgumentHelp("Seconds a failed fetch is cached before the origin is tried again.", valueName: "SECONDS"))
+    var failureTTL: Double = 1800
+
+    @Option(name: .customLong("stale-if-error"), help: ArgumentHelp("Seconds past expiry that the last good copy may still be served when the origin fails.", valueName: "SECONDS"))
+    var staleIfError: Double = 604_800
+
+    @OptionGroup var origin: OriginOptions
+
+    @Option(name: .customLong("allow-domain"), help: ArgumentHelp("Serve only these domains and their subdomains (label boundary). Repeatable.", valueName: "SUFFIX"))
+    var allowDomain: [String] = []
+
+    @Option(name: .customLong("refetch-concurrency"), help: "Origin fetches in flight at once for releases and background refreshes.")
+    var refetchConcurrency = 64
+
+    @Option(name: .customLong("memory-cache-mb"), help: "Bound of the in-memory copy of bodies. Accepted but not enforced yet: every loaded copy stays in memory.")
+    var memoryCacheMB = 64
+
+    @Option(name: .customLong("admin-token"), help: ArgumentHelp("Bearer token for /admin/v1. When absent: reuse <db folder>/admin-token, else generate one, write it there (mode 0600) and print it once.", valueName: "TOKEN"))
+    var adminToken: String?
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
+        for (name, value) in [("--ttl", ttl), ("--failure-ttl", failureTTL), ("--stale-if-error", staleIfError)] where !(value >= 0 && value.isFinite) {
+            throw ValidationError("\(name) must be a non-negative number of seconds")
+        }
+        guard refetchConcurrency >= 1 else { throw ValidationError("--refetch-concurrency must be at least 1") }
+    }
+
+    func run() async throws {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = .info
+            return handler
+        }
+        let logger = Logger(label: "aasa-edge")
+        let fetcherConfiguration = try origin.checkedConfiguration()
+        let store: SnapshotStore
+        do {
+            store = try SnapshotStore(path: db)
+        } catch {
+            throw CLIFailure.io("cannot open the store \(db): \(error)")
+        }
+        let token = try AdminToken.resolve(given: adminToken, storePath: db)
+        let fetcher = OriginFetcher(configuration: fetcherConfiguration)
+        let edge = Edge(configuration: EdgeConfiguration(cache: CacheConfiguration(ttl: ttl, failureTTL: failureTTL, staleIfError: staleIfError),
+                                                         allowDomains: allowDomain, refetchConcurrency: refetchConcurrency),
+                        store: store, fetcher: fetcher, logger: logger)
+        let listenHost = host
+        let app = EdgeServer.application(edge: edge, adminToken: token, host: host, port: port, logger: logger) { boundPort in
+            logger.notice("listening on http://\(listenHost):\(boundPort)")
+        }
+        do {
+            try await app.runService()
+        } catch {
+            throw CLIFailure.io("the server stopped: \(error)")
+        }
+        fetcher.shutdown()
+        logger.notice("stopped")
+    }
+}
+
+/// The admin bearer token: given, or kept beside the store.
+enum AdminToken {
+    static func resolve(given: String?, storePath: String) throws(CLIFailure) -> String {
+        if let given, !given.isEmpty { return given }
+        let file = URL(fileURLWithPath: storePath).deletingLastPathComponent().appendingPathComponent("admin-token").path
+        if let existing = try? String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), !existing.isEmpty {
+            return existing
+        }
+        var generator = SystemRandomNumberGenerator()
+        let token = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+        let fd = open(file, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        guard fd >= 0 else { throw .io("cannot write the admin token to \(file): \(String(cString: strerror(errno)))") }
+        let line = token + "\n"
+        let written = line.withCString { write(fd, $0, strlen($0)) }
+        close(fd)
+        guard written == line.utf8.count else { throw .io("cannot write the admin token to \(file)") }
+        Console.error("admin token (written to \(file)): \(token)")
+        return token
+    }
+}

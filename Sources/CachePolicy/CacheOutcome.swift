@@ -1,0 +1,39 @@
+/// What happened to one client request. The single source of `X-Cache`, `Cache-Status` and the
+/// metrics label, so the three can never disagree.
+public enum CacheOutcome: String, Sendable, CaseIterable {
+    case hitFresh = "hit-fresh"
+    case hitStale = "hit-stale"
+    case miss
+    case revalidated
+    case failureHit = "failure-hit"
+    case failureMiss = "failure-miss"
+    case rejected
+
+    /// `X-Cache`, in Apple's vocabulary; nil for rejected requests.
+    public var xCache: String? {
+        switch self {
+        case .hitFresh, .revalidated, .failureHit: return "hit-fresh"
+        case .hitStale: return "hit-stale"
+        case .miss, .failureMiss: return "miss"
+        case .rejected: return nil
+        }
+    }
+
+    /// `Cache-Status` (RFC 9211) with the cache name `aasa-edge`.
+    /// - Parameters:
+    ///   - ttl: seconds of freshness left (negative when stale), for hits and revalidations.
+    ///   - originStatus: the status the origin answered with, when it was asked.
+    ///   - collapsed: the request waited for a fetch another request started.
+    public func cacheStatus(ttl: Int, originStatus: Int? = nil, collapsed: Bool = false) -> String? {
+        switch self {
+        case .hitFresh, .hitStale: return "aasa-edge; hit; ttl=\(ttl)"
+        case .failureHit: return "aasa-edge; hit; ttl=\(ttl); detail=failure"
+        case .miss: return "aasa-edge; fwd=uri-miss; stored" + (collapsed ? "; collapsed" : "")
+        case .revalidated:
+            return "aasa-edge; fwd=stale; fwd-status=\(originStatus ?? 304); ttl=\(ttl)" + (collapsed ? "; collapsed" : "")
+        case .failureMiss:
+            return "aasa-edge; fwd=uri-miss" + (originStatus.map { "; fwd-status=\($0)" } ?? "") + (collapsed ? "; collapsed" : "")
+        case .rejected: return nil
+        }
+    }
+}

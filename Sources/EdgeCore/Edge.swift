@@ -1,0 +1,461 @@
+import AASAEngine
+import CachePolicy
+import Foundation
+import Logging
+import OriginFetcher
+import SnapshotStore
+
+public struct EdgeConfiguration: Sendable {
+    public var cache: CacheConfiguration
+    /// `--allow-domain` suffixes; empty admits every domain.
+    public var allowDomains: [String]
+    public var refetchConcurrency: Int
+
+    public init(cache: CacheConfiguration = CacheConfiguration(), allowDomains: [String] = [], refetchConcurrency: Int = 64) {
+        self.cache = cache
+        self.allowDomains = allowDomains.map { $0.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: ".")) }
+        self.refetchConcurrency = refetchConcurrency
+    }
+
+    /// The allowlist matches on a label boundary: `lab.test` admits `a.lab.test` and `lab.test`.
+    public func isAllowed(_ host: OriginHost) -> Bool {
+        allowDomains.isEmpty || allowDomains.contains { host.name == $0 || host.name.hasSuffix("." + $0) }
+    }
+}
+
+/// A copy held in memory: what the hot path serves.
+public struct MemorySnapshot: Sendable {
+    public let version: Int
+    public let body: [UInt8]
+    public let sha256: String
+    /// The edge's ETag: the first 32 hex digits of the body's SHA-256, quoted.
+    public let etag: String
+    /// The origin's validators, for conditional refetches.
+    let originETag: String?
+    let originLastModified: String?
+    public let appIDs: [String]
+    /// Diagnostics as JSON text (an array).
+    public let diagnostics: String
+
+    init(version: Int, body: [UInt8], sha256: String, originETag: String?, originLastModified: String?, appIDs: [String], diagnostics: String) {
+        self.version = version
+        self.body = body
+        self.sha256 = sha256
+        etag = "\"" + sha256.prefix(32) + "\""
+        self.originETag = originETag
+        self.originLastModified = originLastModified
+        self.appIDs = appIDs
+        self.diagnostics = diagnostics
+    }
+}
+
+/// The last failure of a host, as served in the 404 form.
+public struct FailureInfo: Sendable, Equatable {
+    public let reason: String
+    public let details: String
+    public let at: Double
+    /// The origin's status, when it answered.
+    public let originStatus: Int?
+    public var tryDirect: Bool {
+        FailureCode(rawValue: String(reason.prefix(11)))?.tryDirect ?? false
+    }
+}
+
+struct HostEntry: Sendable {
+    var snapshot: MemorySnapshot?
+    var state: CacheState
+    var failure: FailureInfo?
+    /// The version stored as current even when no copy is served (hard purge).
+    var storedVersion: Int?
+}
+
+/// One client answer, for the HTTP layer to translate.
+public enum EdgeReply: Sendable {
+    case copy(MemorySnapshot, age: Int, outcome: CacheOutcome, cacheStatus: String)
+    case failure(FailureInfo, age: Int, outcome: CacheOutcome, cacheStatus: String)
+}
+
+/// The result of a refetch (admin, release or background).
+public struct RefetchResult: Sendable {
+    public let host: OriginHost
+    /// `updated`, `unchanged` or `failed`.
+    public let outcome: String
+    public let version: Int?
+    public let previousVersion: Int?
+    public let failure: FailureInfo?
+    public let durationMs: Double
+}
+
+/// What one origin fetch did, shared by every request that waited for it.
+struct AppliedFetch: Sendable {
+    let end: FetchEnd
+    let change: String
+    let version: Int?
+    let previousVersion: Int?
+    let failure: FailureInfo?
+    let durationMs: Double
+    let originStatus: Int?
+}
+
+/// The caching edge: copies in memory (loaded lazily from the store after a restart), one origin
+/// fetch per host at a time shared by every request that needs it, the store as the durable copy.
+/// Decisions come from `CachePolicy`; this type only carries them out.
+public final class Edge: Sendable {
+    public let configuration: EdgeConfiguration
+    let store: SnapshotStore
+    let fetcher: OriginFetcher
+    let clock: any WallClock
+    let logger: Logger
+    private let entries = Locked<[String: HostEntry]>([:])
+    private let inflight = Locked<[String: Task<AppliedFetch, Never>]>([:])
+    private let limiter: AsyncLimiter
+
+    public init(configuration: EdgeConfiguration, store: SnapshotStore, fetcher: OriginFetcher,
+                clock: any WallClock = SystemClock(), logger: Logger) {
+        self.configuration = configuration
+        self.store = store
+        self.fetcher = fetcher
+        self.clock = clock
+        self.logger = logger
+        limiter = AsyncLimiter(limit: configuration.refetchConcurrency)
+    }
+
+    var cache: CacheConfiguration { configuration.cache }
+
+    // MARK: client requests
+
+    /// Answers a client request for `host` (already validated and allowed).
+    public func serve(_ host: OriginHost) async -> EdgeReply {
+        let entry = self.entry(host)
+        let now = clock.now()
+        switch Policy.decide(entry.state, now: now, configuration: cache) {
+        case .serveCopy(let outcome, let refresh):
+            if refresh { refreshInBackground(host) }
+            if let reply = copyReply(entry, outcome: outcome, now: now) { return reply }
+        case .serveFailure:
+            if let failure = entry.failure { return failureReply(failure, outcome: .failureHit, now: now) }
+        case .fetch:
+            break
+        }
+        let (applied, collapsed) = await sharedFetch(host, trigger: "request")
+        let after = self.entry(host)
+        let finished = clock.now()
+        let outcome = Policy.outcome(after: applied.end, before: entry.state, now: finished, configuration: cache)
+        if outcome != .failureMiss, let reply = copyReply(after, outcome: outcome, now: finished, collapsed: collapsed, originStatus: applied.originStatus) {
+            return reply
+        }
+        let failure = after.failure ?? applied.failure
+            ?? FailureInfo(reason: "SWCERR00203 Connection Failed", details: #"{"cause":"no usable copy"}"#, at: finished, originStatus: nil)
+        return failureReply(failure, outcome: .failureMiss, now: finished, collapsed: collapsed, originStatus: applied.originStatus)
+    }
+
+    private func copyReply(_ entry: HostEntry, outcome: CacheOutcome, now: Double, collapsed: Bool = false,
+                           originStatus: Int? = nil) -> EdgeReply? {
+        guard let snapshot = entry.snapshot, let confirmed = entry.state.copyConfirmedAt else { return nil }
+        let ttl = Policy.ttlRemaining(confirmedAt: confirmed, now: now, configuration: cache)
+        let status = outcome.cacheStatus(ttl: ttl, originStatus: originStatus, collapsed: collapsed) ?? ""
+        return .copy(snapshot, age: Policy.age(since: confirmed, now: now), outcome: outcome, cacheStatus: status)
+    }
+
+    private func failureReply(_ failure: FailureInfo, outcome: CacheOutcome, now: Double, collapsed: Bool = false,
+                              originStatus: Int? = nil) -> EdgeReply {
+        let age = Policy.age(since: failure.at, now: now)
+        let ttl = Int(cache.failureTTL) - age
+        let status = outcome.cacheStatus(ttl: ttl, originStatus: originStatus ?? failure.originStatus, collapsed: collapsed) ?? ""
+        return .failure(failure, age: age, outcome: outcome, cacheStatus: status)
+    }
+
+    // MARK: state
+
+    /// The host's entry: from memory, else from the store (first request after a restart).
+    func entry(_ host: OriginHost) -> HostEntry {
+        let key = host.description
+        if let entry = entries.withLock({ $0[key] }) { return entry }
+        var loaded = HostEntry(snapshot: nil, state: CacheState(), failure: nil, storedVersion: nil)
+        do {
+            if let (stored, snapshot) = try store.host(key) {
+                loaded = Self.entry(stored, snapshot)
+            }
+        } catch {
+            logger.error("store read failed; serving from memory only", metadata: ["host": "\(key)", "error": "\(error)"])
+        }
+        return entries.withLock { map in
+            if let existing = map[key] { return existing }
+            map[key] = loaded
+            return loaded
+        }
+    }
+
+    static func entry(_ stored: StoredHost, _ snapshot: StoredSnapshot?) -> HostEntry {
+        let purge = PurgeState(rawValue: stored.purge) ?? .none
+        let memory = purge == .hard ? nil : snapshot.map {
+            MemorySnapshot(version: $0.version, body: $0.body, sha256: $0.sha256, originETag: $0.etag,
+                           originLastModified: $0.lastModified, appIDs: $0.appIDs, diagnostics: $0.diagnostics)
+        }
+        let failure = stored.failure.map {
+            FailureInfo(reason: $0.reason, details: $0.details, at: $0.at, originStatus: Self.statusCode(inReason: $0.reason))
+        }
+        return HostEntry(snapshot: memory,
+                         state: CacheState(copyConfirmedAt: memory == nil ? nil : stored.confirmedAt, failedAt: failure?.at, purge: purge),
+                         failure: failure, storedVersion: stored.currentVersion)
+    }
+
+    /// `SWCERR00101 Bad HTTP Response: 404 Not Found` → 404.
+    static func statusCode(inReason reason: String) -> Int? {
+        guard reason.hasPrefix(FailureCode.badHTTPResponse.rawValue), let colon = reason.firstIndex(of: ":") else { return nil }
+        return Int(reason[reason.index(after: colon)...].trimmingCharacters(in: .whitespaces).prefix(3))
+    }
+
+    // MARK: origin fetches
+
+    /// One origin fetch per host at a time: a caller joins the fetch in flight, if any.
+    /// Returns what the fetch did and whether this caller joined someone else's fetch.
+    func sharedFetch(_ host: OriginHost, trigger: String) async -> (AppliedFetch, collapsed: Bool) {
+        let key = host.description
+        let (task, leader) = inflight.withLock { map -> (Task<AppliedFetch, Never>, Bool) in
+            if let running = map[key] { return (running, false) }
+            let task = Task { await self.fetchAndApply(host, trigger: trigger) }
+            map[key] = task
+            return (task, true)
+        }
+        let applied = await task.value
+        if leader { inflight.withLock { $0[key] = nil } }
+        return (applied, !leader)
+    }
+
+    private func refreshInBackground(_ host: OriginHost) {
+        let alreadyRunning = inflight.withLock { $0[host.description] != nil }
+        guard !alreadyRunning else { return }
+        Task { _ = await limiter.run { await self.sharedFetch(host, trigger: "background") } }
+    }
+
+    private func fetchAndApply(_ host: OriginHost, trigger: String) async -> AppliedFetch {
+        let before = entry(host)
+        let validators = before.snapshot.map { Validators(etag: $0.originETag, lastModified: $0.originLastModified) }
+        let started = ContinuousClock.now
+        let result = await fetcher.fetch(host, validators: validators)
+        let elapsed = ContinuousClock.now - started
+        let durationMs = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        let now = clock.now()
+        let record = FetchRecord(at: now, status: result.status, durationMs: durationMs, trigger: trigger)
+        let key = host.description
+        let applied: AppliedFetch
+        switch result.outcome {
+        case .fetched:
+            let file = AASAFile.read(result.body)
+            let diagnostics = JSONWriter.string(.array(file.diagnostics.map(\.json)))
+            let appIDs = file.document?.allAppIDs ?? []
+            var recorded: RecordedFetch?
+            do {
+                recorded = try store.recordSuccess(host: key, body: result.body, sha256: result.sha256 ?? "", etag: result.etag,
+                                                   lastModified: result.lastModified, contentType: result.contentType,
+                                                   cacheControl: result.cacheControl, valid: file.isValid, diagnostics: diagnostics,
+                                                   appIDs: appIDs, fetch: record)
+            } catch {
+                logger.error("store write failed; the new copy is served from memory only", metadata: ["host": "\(key)", "error": "\(error)"])
+            }
+            let previous = before.snapshot?.version ?? before.storedVersion
+            let sameBytes = before.snapshot?.sha256 == result.sha256
+            let version = recorded?.version ?? (sameBytes ? before.snapshot!.version : (previous ?? 0) + 1)
+            let snapshot = MemorySnapshot(version: version, body: result.body, sha256: result.sha256 ?? "", originETag: result.etag,
+                                          originLastModified: result.lastModified, appIDs: appIDs, diagnostics: diagnostics)
+            let change = recorded?.change.rawValue ?? (sameBytes ? "unchanged" : "updated")
+            entries.withLock {
+                $0[key] = HostEntry(snapshot: snapshot, state: CacheState(copyConfirmedAt: now), failure: nil, storedVersion: version)
+            }
+            applied = AppliedFetch(end: change == "updated" ? .updated : .confirmed, change: change, version: version,
+                                   previousVersion: previous, failure: nil, durationMs: durationMs, originStatus: result.status)
+        case .notModified:
+            do { _ = try store.recordNotModified(host: key, fetch: record) } catch {
+                logger.error("store write failed", metadata: ["host": "\(key)", "error": "\(error)"])
+            }
+            entries.withLock { map in
+                var entry = map[key] ?? before
+                entry.state = CacheState(copyConfirmedAt: now)
+                entry.failure = nil
+                map[key] = entry
+            }
+            let version = before.snapshot?.version
+            applied = AppliedFetch(end: .confirmed, change: "unchanged", version: version, previousVersion: version,
+                                   failure: nil, durationMs: durationMs, originStatus: result.status)
+        case .failed(let originFailure):
+            let failure = FailureInfo(reason: originFailure.reason, details: originFailure.detailsJSON, at: now, originStatus: result.status)
+            do { _ = try store.recordFailure(host: key, reason: failure.reason, details: failure.details, fetch: record) } catch {
+                logger.error("store write failed", metadata: ["host": "\(key)", "error": "\(error)"])
+            }
+            entries.withLock { map in
+                var entry = map[key] ?? before
+                entry.state.failedAt = now
+                entry.failure = failure
+                map[key] = entry
+            }
+            let version = before.snapshot?.version
+            applied = AppliedFetch(end: .failed, change: "failed", version: version, previousVersion: version,
+                                   failure: failure, durationMs: durationMs, originStatus: result.status)
+        }
+        var metadata: Logger.Metadata = [
+            "host": "\(key)", "trigger": "\(trigger)", "outcome": "\(applied.change)",
+            "duration_ms": "\(String(format: "%.1f", durationMs))",
+        ]
+        if let status = result.status { metadata["status"] = "\(status)" }
+        if let version = applied.version { metadata["version"] = "\(version)" }
+        if let failure = applied.failure {
+            metadata["reason"] = "\(failure.reason)"
+            logger.warning("origin fetch failed", metadata: metadata)
+        } else {
+            logger.info("origin fetch", metadata: metadata)
+        }
+        return applied
+    }
+
+    // MARK: admin operations
+
+    /// Fetches from the origin now (joining a fetch in flight).
+    public func refetch(_ host: OriginHost, trigger: String = "refetch") async -> RefetchResult {
+        let (applied, _) = await sharedFetch(host, trigger: trigger)
+        return RefetchResult(host: host, outcome: applied.change, version: applied.version, previousVersion: applied.previousVersion,
+                             failure: applied.failure, durationMs: applied.durationMs)
+    }
+
+    /// Purges a host; nil when the edge has never seen it.
+    public func purge(_ host: OriginHost, soft: Bool) -> Bool? {
+        let key = host.description
+        _ = entry(host)
+        let known: Bool
+        do {
+            known = try store.purge(host: key, hard: !soft)
+        } catch {
+            logger.error("store write failed", metadata: ["host": "\(key)", "error": "\(error)"])
+            known = entries.withLock { $0[key]?.snapshot != nil || $0[key]?.storedVersion != nil }
+        }
+        guard known else { return nil }
+        entries.withLock { map in
+            guard var entry = map[key] else { return }
+            entry.state.purge = soft ? .soft : .hard
+            if !soft {
+                entry.snapshot = nil
+                entry.state.copyConfirmedAt = nil
+                entry.state.failedAt = nil
+                entry.failure = nil
+            }
+            map[key] = entry
+        }
+        logger.notice("purge", metadata: ["host": "\(key)", "mode": "\(soft ? "soft" : "hard")"])
+        return true
+    }
+
+    /// Models an App Store release: refetches every host whose current snapshot names one of
+    /// `appIDs` (team prefix compared upper-cased), plus `hosts`, `refetchConcurrency` at a time.
+    public func release(appIDs: [String], hosts: [OriginHost]) async -> [RefetchResult] {
+        let wanted = Set(appIDs.map(AppID.canonical))
+        var targets: [OriginHost] = []
+        var seen = Set<String>()
+        if !wanted.isEmpty {
+            let stored = (try? store.hosts()) ?? []
+            let memory = entries.withLock { $0 }
+            for host in stored {
+                let ids = memory[host.name]?.snapshot?.appIDs ?? host.appIDs
+                if ids.contains(where: wanted.contains), let origin = try? OriginHost(host.name), seen.insert(origin.description).inserted {
+                    targets.append(origin)
+                }
+            }
+        }
+        for host in hosts where seen.insert(host.description).inserted { targets.append(host) }
+        logger.notice("release", metadata: ["appIDs": "\(appIDs)", "hosts": "\(targets.count)"])
+        return await withTaskGroup(of: (Int, RefetchResult).self) { group in
+            for (index, host) in targets.enumerated() {
+                group.addTask { (index, await self.limiter.run { await self.refetch(host, trigger: "release") }) }
+            }
+            var results = [RefetchResult?](repeating: nil, count: targets.count)
+            for await (index, result) in group { results[index] = result }
+            return results.compactMap { $0 }
+        }
+    }
+
+    /// The admin view of every host the edge knows.
+    public func domains() -> [DomainStatus] {
+        let stored = (try? store.hosts()) ?? []
+        var names = stored.map(\.name)
+        let memory = entries.withLock { $0 }
+        for name in memory.keys where !names.contains(name) && (memory[name]?.storedVersion != nil || memory[name]?.failure != nil) {
+            names.append(name)
+        }
+        let now = clock.now()
+        return names.sorted().map { name in
+            let entry = memory[name] ?? stored.first { $0.name == name }.map { Self.entry($0, nil) }
+                ?? HostEntry(snapshot: nil, state: CacheState(), failure: nil, storedVersion: nil)
+            return status(name, entry, now: now)
+        }
+    }
+
+    /// The admin view of one host, with its snapshot's app IDs and diagnostics; nil when unknown.
+    public func domain(_ host: OriginHost) -> DomainStatus? {
+        let entry = self.entry(host)
+        guard entry.snapshot != nil || entry.storedVersion != nil || entry.failure != nil else { return nil }
+        var status = status(host.description, entry, now: clock.now())
+        if status.appIDs == nil, let version = entry.storedVersion,
+           let (_, snapshot) = try? store.host(host.description), let snapshot, snapshot.version == version {
+            status.appIDs = snapshot.appIDs
+            status.diagnostics = snapshot.diagnostics
+        }
+        return status
+    }
+
+    private func status(_ name: String, _ entry: HostEntry, now: Double) -> DomainStatus {
+        let confirmed = entry.state.copyConfirmedAt
+        return DomainStatus(domain: name, state: Policy.adminState(entry.state, now: now, configuration: cache),
+                            version: entry.snapshot?.version ?? entry.storedVersion, fetchedAt: confirmed,
+                            expiresAt: confirmed.map { $0 + cache.ttl }, lastFailure: entry.failure,
+                            appIDs: entry.snapshot?.appIDs, diagnostics: entry.snapshot?.diagnostics)
+    }
+}
+
+public struct DomainStatus: Sendable {
+    public let domain: String
+    public let state: String
+    public let version: Int?
+    public let fetchedAt: Double?
+    public let expiresAt: Double?
+    public let lastFailure: FailureInfo?
+    public var appIDs: [String]?
+    /// JSON text (an array of diagnostics).
+    public var diagnostics: String?
+
+    public func json(detailed: Bool) -> JSONValue {
+        func time(_ t: Double?) -> JSONValue { t.map { .string(RFC3339.string($0)) } ?? .null }
+        var members = [
+            JSONMember("domain", .string(domain)),
+            JSONMember("state", .string(state)),
+            JSONMember("version", version.map { .number(JSONNumber(String($0))) } ?? .null),
+            JSONMember("fetchedAt", time(fetchedAt)),
+            JSONMember("expiresAt", time(expiresAt)),
+            JSONMember("lastFailure", lastFailure.map(Self.failureJSON) ?? .null),
+        ]
+        if detailed {
+            members.append(JSONMember("appIDs", .array((appIDs ?? []).map { .string($0) })))
+            members.append(JSONMember("diagnostics", diagnostics.flatMap { try? JSONReader.parse($0) } ?? .array([])))
+        }
+        return .object(JSONObject(members))
+    }
+
+    public static func failureJSON(_ failure: FailureInfo) -> JSONValue {
+        .object(JSONObject([
+            JSONMember("reason", .string(failure.reason)),
+            JSONMember("details", (try? JSONReader.parse(failure.details)) ?? .object(JSONObject())),
+            JSONMember("at", .string(RFC3339.string(failure.at))),
+        ]))
+    }
+}
+
+extension RefetchResult {
+    public var json: JSONValue {
+        .object(JSONObject([
+            JSONMember("domain", .string(host.description)),
+            JSONMember("outcome", .string(outcome)),
+            JSONMember("version", version.map { .number(JSONNumber(String($0))) } ?? .null),
+            JSONMember("previousVersion", previousVersion.map { .number(JSONNumber(String($0))) } ?? .null),
+            JSONMember("failure", failure.map(DomainStatus.failureJSON) ?? .null),
+            JSONMember("durationMs", .number(JSONNumber(String(format: "%.1f", durationMs)))),
+        ]))
+    }
+}

@@ -1,0 +1,226 @@
+import AASAEngine
+import CachePolicy
+import EdgeCore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import OriginFetcher
+
+/// The HTTP face of the edge: Apple's CDN routes, the admin API, health. It translates requests
+/// and `EdgeReply` values into responses; every decision is made by `Edge` and `CachePolicy`.
+public enum EdgeServer {
+    public static func application(edge: Edge, adminToken: String, host: String, port: Int, logger: Logger,
+                                   onListening: @escaping @Sendable (Int) -> Void) -> some ApplicationProtocol {
+        let router = Router()
+        let client = ClientRoutes(edge: edge)
+        // HEAD is registered explicitly: the router does not derive it for wildcard routes.
+        router.get("/a/v1/**") { request, _ in await client.cdn(request) }
+        router.head("/a/v1/**") { request, _ in await client.cdn(request).createHeadResponse() }
+        for path in ["/.well-known/apple-app-site-association", "/apple-app-site-association"] {
+            router.get(RouterPath(path)) { request, _ in await client.hostRouted(request) }
+            router.head(RouterPath(path)) { request, _ in await client.hostRouted(request).createHeadResponse() }
+        }
+        router.get("/healthz") { _, _ in Response.text(.ok, "ok\n") }
+        router.get("/readyz") { _, _ in Response.text(.ok, "ready\n") }
+        AdminRoutes(edge: edge, token: adminToken).register(on: router.group("/admin/v1"))
+        return Application(
+            router: router,
+            configuration: ApplicationConfiguration(address: .hostname(host, port: port), backlog: 2048),
+            onServerRunning: { channel in onListening(channel.localAddress?.port ?? port) },
+            logger: logger
+        )
+    }
+}
+
+struct ClientRoutes: Sendable {
+    let edge: Edge
+
+    /// `GET /a/v1/{host}`: the host is the raw path segment (a query string is ignored).
+    func cdn(_ request: Request) async -> Response {
+        let raw = String(request.uri.path.dropFirst("/a/v1/".count))
+        return await answer(rawHost: raw, request: request)
+    }
+
+    /// `/.well-known/apple-app-site-association` and `/apple-app-site-association`: the Host header
+    /// without its port names the host.
+    func hostRouted(_ request: Request) async -> Response {
+        var authority = request.head.authority ?? ""
+        if let colon = authority.lastIndex(of: ":"), !authority.hasSuffix("]") { authority = String(authority[..<colon]) }
+        return await answer(rawHost: authority, request: request)
+    }
+
+    private func answer(rawHost: String, request: Request) async -> Response {
+        let host: OriginHost
+        do {
+            host = try OriginHost(rawHost)
+        } catch {
+            return .text(.badRequest, "invalid host: \(error.reason)\n")
+        }
+        guard edge.configuration.isAllowed(host) else {
+            return .text(.forbidden, "domain not allowed by this edge: \(host.name)\n")
+        }
+        let reply = await edge.serve(host)
+        return Self.response(reply, host: host, request: request, cache: edge.configuration.cache)
+    }
+
+    static func response(_ reply: EdgeReply, host: OriginHost, request: Request, cache: CacheConfiguration) -> Response {
+        var headers: HTTPFields = [:]
+        headers[.date] = HTTPDate.now()
+        headers[HTTPField.Name("Apple-From")!] = host.originURL
+        switch reply {
+        case .copy(let snapshot, let age, let outcome, let cacheStatus):
+            headers[HTTPField.Name("Apple-Origin-Format")!] = "json"
+            headers[.cacheControl] = "max-age=\(Int(cache.ttl)),public"
+            headers[.age] = String(age)
+            headers[.eTag] = snapshot.etag
+            if let xCache = outcome.xCache { headers[HTTPField.Name("X-Cache")!] = xCache }
+            headers[HTTPField.Name("Cache-Status")!] = cacheStatus
+            headers[HTTPField.Name("AASA-Edge-Version")!] = String(snapshot.version)
+            if let condition = request.headers[.ifNoneMatch],
+               condition.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == snapshot.etag || $0.trimmingCharacters(in: .whitespaces) == "*" }) {
+                return Response(status: .notModified, headers: headers)
+            }
+            headers[.contentType] = "application/json"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: snapshot.body)))
+        case .failure(let failure, let age, let outcome, let cacheStatus):
+            headers[.contentType] = "text/plain; charset=utf-8"
+            headers[HTTPField.Name("Apple-Failure-Reason")!] = failure.reason
+            headers[HTTPField.Name("Apple-Failure-Details")!] = failure.details
+            headers[HTTPField.Name("Apple-Try-Direct")!] = failure.tryDirect ? "true" : "false"
+            headers[.cacheControl] = "max-age=\(Int(cache.failureTTL)),public"
+            headers[.age] = String(age)
+            if let xCache = outcome.xCache { headers[HTTPField.Name("X-Cache")!] = xCache }
+            headers[HTTPField.Name("Cache-Status")!] = cacheStatus
+            return Response(status: .notFound, headers: headers, body: .init(byteBuffer: ByteBuffer(string: "Not Found\n")))
+        }
+    }
+}
+
+struct AdminRoutes: Sendable {
+    let edge: Edge
+    let token: String
+
+    func register(on group: RouterGroup<BasicRequestContext>) {
+        group.get("/domains") { request, _ in
+            try authorize(request)
+            return Response.json(.ok, .object(JSONObject([JSONMember("domains", .array(edge.domains().map { $0.json(detailed: false) }))])))
+        }
+        group.get("/domains/:host") { request, context in
+            try authorize(request)
+            let host = try parseHost(context.parameters.get("host") ?? "")
+            guard let status = edge.domain(host) else { throw AdminError(.notFound, "unknown host \(host)") }
+            return Response.json(.ok, status.json(detailed: true))
+        }
+        group.post("/domains/:host/refetch") { request, context in
+            try authorize(request)
+            let host = try allowedHost(context.parameters.get("host") ?? "")
+            return Response.json(.ok, await edge.refetch(host).json)
+        }
+        group.post("/domains/:host/purge") { request, context in
+            try authorize(request)
+            let host = try parseHost(context.parameters.get("host") ?? "")
+            let soft = request.uri.queryParameters.get("soft").map { $0 == "true" || $0 == "1" } ?? false
+            guard edge.purge(host, soft: soft) != nil else { throw AdminError(.notFound, "unknown host \(host)") }
+            return Response.json(.ok, .object(JSONObject([JSONMember("domain", .string(host.description)),
+                                                  JSONMember("purge", .string(soft ? "soft" : "hard"))])))
+        }
+        group.post("/releases") { request, context in
+            try authorize(request)
+            let body = try await request.body.collect(upTo: 1 << 20)
+            guard case .object(let object)? = try? JSONReader.parse(String(buffer: body)) else {
+                throw AdminError(.badRequest, "the body must be a JSON object {\"appIDs\":[…],\"domains\":[…]}")
+            }
+            func strings(_ key: String) throws -> [String] {
+                guard let value = object[key] else { return [] }
+                guard let list = value.arrayValue, list.allSatisfy({ $0.stringValue != nil }) else {
+                    throw AdminError(.badRequest, "'\(key)' must be an array of strings")
+                }
+                return list.compactMap(\.stringValue)
+            }
+            let appIDs = try strings("appIDs")
+            let hosts = try strings("domains").map(allowedHost)
+            let results = await edge.release(appIDs: appIDs, hosts: hosts)
+            func count(_ outcome: String) -> JSONValue { .number(JSONNumber(String(results.filter { $0.outcome == outcome }.count))) }
+            return Response.json(.ok, .object(JSONObject([
+                JSONMember("results", .array(results.map(\.json))),
+                JSONMember("updated", count("updated")), JSONMember("unchanged", count("unchanged")), JSONMember("failed", count("failed")),
+            ])))
+        }
+    }
+
+    /// `Authorization: Bearer <token>`, compared in constant time.
+    func authorize(_ request: Request) throws {
+        let header = request.headers[.authorization] ?? ""
+        let presented = header.hasPrefix("Bearer ") ? Array(header.utf8.dropFirst(7)) : []
+        let expected = Array(token.utf8)
+        var difference = UInt8(presented.count == expected.count ? 0 : 1)
+        for i in 0..<expected.count { difference |= expected[i] ^ (i < presented.count ? presented[i] : 0) }
+        guard difference == 0 else { throw AdminError(.unauthorized, "missing or invalid bearer token") }
+    }
+
+    func parseHost(_ text: String) throws -> OriginHost {
+        do { return try OriginHost(text) } catch { throw AdminError(.badRequest, "invalid host '\(text)': \(error.reason)") }
+    }
+
+    func allowedHost(_ text: String) throws -> OriginHost {
+        let host = try parseHost(text)
+        guard edge.configuration.isAllowed(host) else { throw AdminError(.forbidden, "domain not allowed by this edge: \(host.name)") }
+        return host
+    }
+}
+
+/// An admin error: JSON `{"error": "…"}` with its status.
+struct AdminError: HTTPResponseError {
+    let status: HTTPResponse.Status
+    let message: String
+    init(_ status: HTTPResponse.Status, _ message: String) {
+        self.status = status
+        self.message = message
+    }
+
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        var response = Response.json(status, .object(JSONObject([JSONMember("error", .string(message))])))
+        if status == .unauthorized { response.headers[.wwwAuthenticate] = "Bearer" }
+        return response
+    }
+}
+
+extension Response {
+    static func text(_ status: HTTPResponse.Status, _ text: String) -> Response {
+        Response(status: status, headers: [.contentType: "text/plain; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    static func json(_ status: HTTPResponse.Status, _ value: JSONValue) -> Response {
+        Response(status: status, headers: [.contentType: "application/json"],
+                 body: .init(byteBuffer: ByteBuffer(string: JSONWriter.string(value) + "\n")))
+    }
+}
+
+/// The `Date` header value, formatted once per second.
+enum HTTPDate {
+    private static let cache = NSLock()
+    nonisolated(unsafe) private static var second = 0
+    nonisolated(unsafe) private static var text = ""
+
+    static func now() -> String {
+        let now = Int(Date().timeIntervalSince1970)
+        cache.lock()
+        defer { cache.unlock() }
+        if now != second {
+            second = now
+            text = format(now)
+        }
+        return text
+    }
+
+    static func format(_ unix: Int) -> String {
+        var t = time_t(unix)
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        return String(format: "%@, %02d %@ %04d %02d:%02d:%02d GMT", days[Int(parts.tm_wday)], parts.tm_mday,
+                      months[Int(parts.tm_mon)], parts.tm_year + 1900, parts.tm_hour, parts.tm_min, parts.tm_sec)
+    }
+}

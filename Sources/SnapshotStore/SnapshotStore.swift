@@ -1,0 +1,307 @@
+import Foundation
+import GRDB
+
+/// A stored version of a host's AASA file: the exact origin bytes and what was known of them.
+public struct StoredSnapshot: Sendable, Equatable {
+    public let host: String
+    public let version: Int
+    public let sha256: String
+    public let body: [UInt8]
+    public let etag: String?
+    public let lastModified: String?
+    public let contentType: String?
+    public let cacheControl: String?
+    public let firstFetchedAt: Double
+    public let lastConfirmedAt: Double
+    public let valid: Bool
+    /// The validator's diagnostics as JSON text (an array).
+    public let diagnostics: String
+    /// Canonical app IDs the file names (any service).
+    public let appIDs: [String]
+}
+
+public struct StoredFailure: Sendable, Equatable {
+    public let reason: String
+    /// One-line JSON object.
+    public let details: String
+    public let at: Double
+}
+
+/// A host's cache state as stored.
+public struct StoredHost: Sendable, Equatable {
+    public let name: String
+    public let currentVersion: Int?
+    /// When the current copy was last fetched or confirmed by the origin.
+    public let confirmedAt: Double?
+    /// The last fetch's failure, when the last fetch failed.
+    public let failure: StoredFailure?
+    /// `none`, `soft` or `hard`.
+    public let purge: String
+    /// App IDs of the current snapshot.
+    public let appIDs: [String]
+}
+
+/// What a fetch did to the store.
+public struct RecordedFetch: Sendable, Equatable {
+    public enum Change: String, Sendable {
+        case updated, unchanged, failed
+    }
+    public let change: Change
+    public let version: Int?
+    public let previousVersion: Int?
+}
+
+/// Metadata of an origin fetch, for the fetch log.
+public struct FetchRecord: Sendable {
+    public let at: Double
+    public let status: Int?
+    public let durationMs: Double
+    public let trigger: String
+
+    public init(at: Double, status: Int?, durationMs: Double, trigger: String) {
+        self.at = at
+        self.status = status
+        self.durationMs = durationMs
+        self.trigger = trigger
+    }
+}
+
+/// The edge's durable store: versioned snapshots, host state and the origin fetch log, in SQLite
+/// (WAL) through GRDB. The only code that touches SQLite. Every change is one transaction, so a
+/// crash at any point leaves a consistent database, and a failed fetch never replaces or deletes a
+/// good snapshot.
+public final class SnapshotStore: Sendable {
+    private let pool: DatabasePool
+    public let path: String
+
+    public init(path: String) throws {
+        self.path = path
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(5)
+        pool = try DatabasePool(path: path, configuration: configuration)
+        try Self.migrator.migrate(pool)
+    }
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE host (
+                    name TEXT PRIMARY KEY NOT NULL,
+                    currentVersion INTEGER,
+                    confirmedAt REAL,
+                    failureReason TEXT,
+                    failureDetails TEXT,
+                    failureAt REAL,
+                    purge TEXT NOT NULL DEFAULT 'none' CHECK (purge IN ('none', 'soft', 'hard')),
+                    createdAt REAL NOT NULL
+                );
+                CREATE TABLE snapshot (
+                    host TEXT NOT NULL REFERENCES host(name),
+                    version INTEGER NOT NULL,
+                    sha256 TEXT NOT NULL,
+                    size INTEGER NOT NULL,
+                    body BLOB NOT NULL,
+                    etag TEXT,
+                    lastModified TEXT,
+                    contentType TEXT,
+                    cacheControl TEXT,
+                    firstFetchedAt REAL NOT NULL,
+                    lastConfirmedAt REAL NOT NULL,
+                    valid INTEGER NOT NULL,
+                    diagnostics TEXT NOT NULL,
+                    appIDs TEXT NOT NULL,
+                    PRIMARY KEY (host, version),
+                    UNIQUE (host, sha256)
+                );
+                CREATE TABLE fetch (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    host TEXT NOT NULL,
+                    at REAL NOT NULL,
+                    outcome TEXT NOT NULL,
+                    status INTEGER,
+                    reason TEXT,
+                    details TEXT,
+                    durationMs REAL NOT NULL,
+                    version INTEGER,
+                    trigger TEXT NOT NULL
+                );
+                CREATE INDEX fetch_by_host ON fetch(host, id);
+                CREATE TABLE served (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    host TEXT NOT NULL,
+                    version INTEGER NOT NULL,
+                    at REAL NOT NULL,
+                    client TEXT NOT NULL
+                );
+                CREATE INDEX served_by_host ON served(host, version, at);
+                """)
+        }
+        return migrator
+    }
+
+    // MARK: reading
+
+    /// The host's state and its current snapshot (with body), or nil when never seen.
+    public func host(_ name: String) throws -> (StoredHost, StoredSnapshot?)? {
+        try pool.read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM host WHERE name = ?", arguments: [name]) else { return nil }
+            let host = Self.host(row, appIDs: [])
+            var snapshot: StoredSnapshot?
+            if let version = host.currentVersion {
+                snapshot = try Row.fetchOne(db, sql: "SELECT * FROM snapshot WHERE host = ? AND version = ?", arguments: [name, version])
+                    .map(Self.snapshot)
+            }
+            return (StoredHost(name: host.name, currentVersion: host.currentVersion, confirmedAt: host.confirmedAt,
+                               failure: host.failure, purge: host.purge, appIDs: snapshot?.appIDs ?? []), snapshot)
+        }
+    }
+
+    /// Every host, by name, with the app IDs of its current snapshot.
+    public func hosts() throws -> [StoredHost] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT host.*, snapshot.appIDs AS currentAppIDs FROM host
+                LEFT JOIN snapshot ON snapshot.host = host.name AND snapshot.version = host.currentVersion
+                ORDER BY host.name
+                """).map { row in Self.host(row, appIDs: Self.decodeList(row["currentAppIDs"])) }
+        }
+    }
+
+    private static func host(_ row: Row, appIDs: [String]) -> StoredHost {
+        var failure: StoredFailure?
+        if let reason: String = row["failureReason"], let at: Double = row["failureAt"] {
+            failure = StoredFailure(reason: reason, details: row["failureDetails"] ?? "{}", at: at)
+        }
+        return StoredHost(name: row["name"], currentVersion: row["currentVersion"], confirmedAt: row["confirmedAt"],
+                          failure: failure, purge: row["purge"], appIDs: appIDs)
+    }
+
+    private static func snapshot(_ row: Row) -> StoredSnapshot {
+        let body: Data = row["body"]
+        return StoredSnapshot(host: row["host"], version: row["version"], sha256: row["sha256"], body: Array(body),
+                              etag: row["etag"], lastModified: row["lastModified"], contentType: row["contentType"],
+                              cacheControl: row["cacheControl"], firstFetchedAt: row["firstFetchedAt"],
+                              lastConfirmedAt: row["lastConfirmedAt"], valid: row["valid"], diagnostics: row["diagnostics"],
+                              appIDs: decodeList(row["appIDs"]))
+    }
+
+    private static func decodeList(_ text: String?) -> [String] {
+        guard let text, let data = text.data(using: .utf8),
+              let list = try? JSONSerialization.jsonObject(with: data) as? [String] else { return [] }
+        return list
+    }
+
+    private static func encodeList(_ list: [String]) -> String {
+        (try? String(decoding: JSONSerialization.data(withJSONObject: list), as: UTF8.self)) ?? "[]"
+    }
+
+    // MARK: writing
+
+    private static func ensureHost(_ db: Database, _ name: String, at: Double) throws {
+        try db.execute(sql: "INSERT OR IGNORE INTO host (name, createdAt) VALUES (?, ?)", arguments: [name, at])
+    }
+
+    private static func currentVersion(_ db: Database, _ name: String) throws -> Int? {
+        try Int.fetchOne(db, sql: "SELECT currentVersion FROM host WHERE name = ?", arguments: [name]) ?? nil
+    }
+
+    /// A usable body arrived. The same bytes as a stored version make that version current again
+    /// (content-addressed); new bytes become the next version.
+    public func recordSuccess(host name: String, body: [UInt8], sha256: String, etag: String?, lastModified: String?,
+                              contentType: String?, cacheControl: String?, valid: Bool, diagnostics: String,
+                              appIDs: [String], fetch: FetchRecord) throws -> RecordedFetch {
+        try pool.write { db in
+            try Self.ensureHost(db, name, at: fetch.at)
+            let previous = try Self.currentVersion(db, name)
+            let version: Int
+            if let existing = try Int.fetchOne(db, sql: "SELECT version FROM snapshot WHERE host = ? AND sha256 = ?", arguments: [name, sha256]) {
+                version = existing
+                try db.execute(sql: """
+                    UPDATE snapshot SET lastConfirmedAt = ?, etag = ?, lastModified = ?, contentType = ?, cacheControl = ?
+                    WHERE host = ? AND version = ?
+                    """, arguments: [fetch.at, etag, lastModified, contentType, cacheControl, name, version])
+            } else {
+                version = (try Int.fetchOne(db, sql: "SELECT MAX(version) FROM snapshot WHERE host = ?", arguments: [name]) ?? 0) + 1
+                try db.execute(sql: """
+                    INSERT INTO snapshot (host, version, sha256, size, body, etag, lastModified, contentType, cacheControl,
+                                          firstFetchedAt, lastConfirmedAt, valid, diagnostics, appIDs)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """, arguments: [name, version, sha256, body.count, Data(body), etag, lastModified, contentType, cacheControl,
+                                     fetch.at, fetch.at, valid, diagnostics, Self.encodeList(appIDs)])
+            }
+            try db.execute(sql: """
+                UPDATE host SET currentVersion = ?, confirmedAt = ?, failureReason = NULL, failureDetails = NULL,
+                                failureAt = NULL, purge = 'none' WHERE name = ?
+                """, arguments: [version, fetch.at, name])
+            let change: RecordedFetch.Change = previous == version ? .unchanged : .updated
+            try Self.log(db, name, fetch, outcome: change.rawValue, reason: nil, details: nil, version: version)
+            return RecordedFetch(change: change, version: version, previousVersion: previous)
+        }
+    }
+
+    /// The origin answered 304: the current copy is confirmed.
+    public func recordNotModified(host name: String, fetch: FetchRecord) throws -> RecordedFetch {
+        try pool.write { db in
+            try Self.ensureHost(db, name, at: fetch.at)
+            let version = try Self.currentVersion(db, name)
+            try db.execute(sql: """
+                UPDATE host SET confirmedAt = ?, failureReason = NULL, failureDetails = NULL, failureAt = NULL, purge = 'none'
+                WHERE name = ?
+                """, arguments: [fetch.at, name])
+            if let version {
+                try db.execute(sql: "UPDATE snapshot SET lastConfirmedAt = ? WHERE host = ? AND version = ?", arguments: [fetch.at, name, version])
+            }
+            try Self.log(db, name, fetch, outcome: RecordedFetch.Change.unchanged.rawValue, reason: nil, details: nil, version: version)
+            return RecordedFetch(change: .unchanged, version: version, previousVersion: version)
+        }
+    }
+
+    /// The fetch failed. The current snapshot stays; the failure is recorded beside it.
+    public func recordFailure(host name: String, reason: String, details: String, fetch: FetchRecord) throws -> RecordedFetch {
+        try pool.write { db in
+            try Self.ensureHost(db, name, at: fetch.at)
+            let version = try Self.currentVersion(db, name)
+            try db.execute(sql: "UPDATE host SET failureReason = ?, failureDetails = ?, failureAt = ? WHERE name = ?",
+                           arguments: [reason, details, fetch.at, name])
+            try Self.log(db, name, fetch, outcome: RecordedFetch.Change.failed.rawValue, reason: reason, details: details, version: version)
+            return RecordedFetch(change: .failed, version: version, previousVersion: version)
+        }
+    }
+
+    /// Marks the host purged (`soft` or `hard`); false when the host is unknown.
+    public func purge(host name: String, hard: Bool) throws -> Bool {
+        try pool.write { db in
+            try db.execute(sql: "UPDATE host SET purge = ? WHERE name = ?", arguments: [hard ? "hard" : "soft", name])
+            return db.changesCount > 0
+        }
+    }
+
+    private static func log(_ db: Database, _ name: String, _ fetch: FetchRecord, outcome: String, reason: String?,
+                            details: String?, version: Int?) throws {
+        try db.execute(sql: """
+            INSERT INTO fetch (host, at, outcome, status, reason, details, durationMs, version, trigger)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, arguments: [name, fetch.at, outcome, fetch.status, reason, details, fetch.durationMs, version, fetch.trigger])
+    }
+
+    /// Newest-first fetch log entries, for tests and the history views.
+    public func fetchLog(host name: String, limit: Int = 100) throws -> [(outcome: String, version: Int?, reason: String?, trigger: String)] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT outcome, version, reason, trigger FROM fetch WHERE host = ? ORDER BY id DESC LIMIT ?",
+                             arguments: [name, limit]).map { ($0["outcome"], $0["version"], $0["reason"], $0["trigger"]) }
+        }
+    }
+
+    /// Versions stored for a host, oldest first.
+    public func versions(host name: String) throws -> [Int] {
+        try pool.read { db in try Int.fetchAll(db, sql: "SELECT version FROM snapshot WHERE host = ? ORDER BY version", arguments: [name]) }
+    }
+
+    /// `PRAGMA integrity_check` is "ok".
+    public func integrityCheck() throws -> Bool {
+        try pool.read { db in try String.fetchOne(db, sql: "PRAGMA integrity_check") == "ok" }
+    }
+}

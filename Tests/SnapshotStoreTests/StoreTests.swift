@@ -1,0 +1,58 @@
+import Foundation
+@testable import SnapshotStore
+import Testing
+
+@Suite struct StoreTests {
+    func temporaryStore() throws -> (SnapshotStore, String) {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("store-\(UUID().uuidString)/nested/edge.sqlite").path
+        return (try SnapshotStore(path: path), path)
+    }
+
+    func success(_ store: SnapshotStore, _ body: String, at: Double, host: String = "a.test") throws -> RecordedFetch {
+        try store.recordSuccess(host: host, body: Array(body.utf8), sha256: "sha-" + body, etag: "\"e\"", lastModified: nil,
+                                contentType: "application/json", cacheControl: nil, valid: true, diagnostics: "[]",
+                                appIDs: ["ABCDE12345.com.a"], fetch: FetchRecord(at: at, status: 200, durationMs: 1, trigger: "test"))
+    }
+
+    @Test func versionsAreConsecutiveAndContentAddressed() throws {
+        let (store, _) = try temporaryStore()
+        #expect(try success(store, "one", at: 1) == RecordedFetch(change: .updated, version: 1, previousVersion: nil))
+        #expect(try success(store, "one", at: 2) == RecordedFetch(change: .unchanged, version: 1, previousVersion: 1))
+        #expect(try success(store, "two", at: 3) == RecordedFetch(change: .updated, version: 2, previousVersion: 1))
+        // Back to earlier bytes: that version is current again, no new version.
+        #expect(try success(store, "one", at: 4) == RecordedFetch(change: .updated, version: 1, previousVersion: 2))
+        #expect(try store.versions(host: "a.test") == [1, 2])
+        let (host, snapshot) = try #require(try store.host("a.test"))
+        #expect(host.currentVersion == 1 && host.confirmedAt == 4)
+        #expect(snapshot?.body == Array("one".utf8) && snapshot?.firstFetchedAt == 1 && snapshot?.lastConfirmedAt == 4)
+        #expect(try store.fetchLog(host: "a.test").map(\.outcome) == ["updated", "updated", "unchanged", "updated"])
+    }
+
+    @Test func failureNeverReplacesTheGoodSnapshot() throws {
+        let (store, _) = try temporaryStore()
+        _ = try success(store, "good", at: 1)
+        let failed = try store.recordFailure(host: "a.test", reason: "SWCERR00301 Timeout", details: #"{"cause":"x"}"#,
+                                             fetch: FetchRecord(at: 2, status: nil, durationMs: 5000, trigger: "test"))
+        #expect(failed == RecordedFetch(change: .failed, version: 1, previousVersion: 1))
+        let (host, snapshot) = try #require(try store.host("a.test"))
+        #expect(snapshot?.body == Array("good".utf8))
+        #expect(host.failure == StoredFailure(reason: "SWCERR00301 Timeout", details: #"{"cause":"x"}"#, at: 2))
+        _ = try success(store, "good", at: 3)
+        #expect(try store.host("a.test")?.0.failure == nil)
+    }
+
+    @Test func purgeAndReopen() throws {
+        let (store, path) = try temporaryStore()
+        #expect(try store.purge(host: "unknown.test", hard: true) == false)
+        _ = try success(store, "x", at: 1)
+        #expect(try store.purge(host: "a.test", hard: false) == true)
+        #expect(try store.host("a.test")?.0.purge == "soft")
+        _ = try store.recordNotModified(host: "a.test", fetch: FetchRecord(at: 9, status: 304, durationMs: 1, trigger: "test"))
+        #expect(try store.host("a.test")?.0.purge == "none")
+        #expect(try store.host("a.test")?.0.confirmedAt == 9)
+        let reopened = try SnapshotStore(path: path)
+        #expect(try reopened.host("a.test")?.1?.version == 1)
+        #expect(try reopened.hosts().map(\.appIDs) == [["ABCDE12345.com.a"]])
+        #expect(try reopened.integrityCheck())
+    }
+}
