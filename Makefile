@@ -10,7 +10,7 @@ SHARED := ../shared/conformance
 EXAMPLE := examples/apple-overview.json
 EXAMPLE_APP := ABCDE12345.com.example.app
 
-.PHONY: all deps test-deps build release test run conformance bench clean
+.PHONY: all deps test-deps build release test run demo conformance bench clean
 
 all: build
 
@@ -47,9 +47,13 @@ test: test-deps
 	@if [ -f $(SHARED)/cases.json ]; then $(MAKE) --no-print-directory conformance; \
 	else echo "conformance: $(SHARED) not found, skipped"; fi
 
-# Until `serve` exists, the most useful thing the binary does: validate and match the bundled
-# example (Apple's own applinks example).
+# Runs the edge with the defaults: http://127.0.0.1:8080, store ./var/aasa-edge.sqlite (the admin
+# token is written beside it on first start). Extra flags: make run ARGS="--ttl 60 --allow-domain example.com".
 run: build
+	$(BIN) serve $(ARGS)
+
+# The engine on the bundled example (Apple's applinks example): validate, then match a few URLs.
+demo: build
 	$(BIN) validate $(EXAMPLE)
 	$(BIN) match $(EXAMPLE) --app-id $(EXAMPLE_APP) --domain example.com \
 	  https://example.com/buy/42 \

@@ -23,6 +23,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         .target(name: "AASAEngine"),
@@ -36,6 +37,7 @@ let package = Package(
         .target(name: "EdgeHTTP", dependencies: [
             "AASAEngine", "CachePolicy", "EdgeCore", "OriginFetcher",
             .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types"),
+            .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(
@@ -57,7 +59,8 @@ let package = Package(
         .testTarget(name: "OriginFetcherTests", dependencies: ["OriginFetcher", "AASAEngine", "TestOrigin"]),
         .testTarget(name: "CachePolicyTests", dependencies: ["CachePolicy"]),
         .testTarget(name: "SnapshotStoreTests", dependencies: ["SnapshotStore"]),
-        .testTarget(name: "EdgeTests", dependencies: ["AASAEngine", "OriginFetcher", "TestOrigin"]),
+        .testTarget(name: "EdgeCoreTests", dependencies: ["EdgeCore", "CachePolicy"]),
+        .testTarget(name: "EdgeTests", dependencies: ["AASAEngine", "OriginFetcher", "SnapshotStore", "TestOrigin"]),
         .testTarget(name: "AASAEdgeCLITests", dependencies: ["AASAEngine", "TestOrigin"]),
     ]
 )

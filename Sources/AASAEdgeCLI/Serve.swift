@@ -46,7 +46,7 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("refetch-concurrency"), help: "Origin fetches in flight at once for releases and background refreshes.")
     var refetchConcurrency = 64
 
-    @Option(name: .customLong("memory-cache-mb"), help: "Bound of the in-memory copy of bodies. Accepted but not enforced yet: every loaded copy stays in memory.")
+    @Option(name: .customLong("memory-cache-mb"), help: "Bound of the in-memory copy of bodies; least recently used hosts leave memory, never the store.")
     var memoryCacheMB = 64
 
     @Option(name: .customLong("admin-token"), help: ArgumentHelp("Bearer token for /admin/v1. When absent: reuse <db folder>/admin-token, else generate one, write it there (mode 0600) and print it once.", valueName: "TOKEN"))
@@ -77,7 +77,8 @@ struct Serve: AsyncParsableCommand {
         let token = try AdminToken.resolve(given: adminToken, storePath: db)
         let fetcher = OriginFetcher(configuration: fetcherConfiguration)
         let edge = Edge(configuration: EdgeConfiguration(cache: CacheConfiguration(ttl: ttl, failureTTL: failureTTL, staleIfError: staleIfError),
-                                                         allowDomains: allowDomain, refetchConcurrency: refetchConcurrency),
+                                                         allowDomains: allowDomain, refetchConcurrency: refetchConcurrency,
+                                                         memoryCacheMB: memoryCacheMB),
                         store: store, fetcher: fetcher, logger: logger)
         let listenHost = host
         let app = EdgeServer.application(edge: edge, adminToken: token, host: host, port: port, logger: logger) { boundPort in
@@ -88,6 +89,7 @@ struct Serve: AsyncParsableCommand {
         } catch {
             throw CLIFailure.io("the server stopped: \(error)")
         }
+        await edge.close()
         fetcher.shutdown()
         logger.notice("stopped")
     }

@@ -10,11 +10,16 @@ public struct EdgeConfiguration: Sendable {
     /// `--allow-domain` suffixes; empty admits every domain.
     public var allowDomains: [String]
     public var refetchConcurrency: Int
+    /// `--memory-cache-mb`: bodies held in memory; least recently used hosts leave memory (never
+    /// the store) and are read back from the store when next asked for.
+    public var memoryBudgetBytes: Int
 
-    public init(cache: CacheConfiguration = CacheConfiguration(), allowDomains: [String] = [], refetchConcurrency: Int = 64) {
+    public init(cache: CacheConfiguration = CacheConfiguration(), allowDomains: [String] = [], refetchConcurrency: Int = 64,
+                memoryCacheMB: Int = 64) {
         self.cache = cache
         self.allowDomains = allowDomains.map { $0.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: ".")) }
         self.refetchConcurrency = refetchConcurrency
+        memoryBudgetBytes = max(1, memoryCacheMB) << 20
     }
 
     /// The allowlist matches on a label boundary: `lab.test` admits `a.lab.test` and `lab.test`.
@@ -106,7 +111,8 @@ public final class Edge: Sendable {
     let fetcher: OriginFetcher
     let clock: any WallClock
     let logger: Logger
-    private let entries = Locked<[String: HostEntry]>([:])
+    private let entries: Locked<MemoryCache>
+    let ledger: ServedLedger
     private let inflight = Locked<[String: Task<AppliedFetch, Never>]>([:])
     private let limiter: AsyncLimiter
 
@@ -118,14 +124,30 @@ public final class Edge: Sendable {
         self.clock = clock
         self.logger = logger
         limiter = AsyncLimiter(limit: configuration.refetchConcurrency)
+        entries = Locked(MemoryCache(budget: configuration.memoryBudgetBytes))
+        ledger = ServedLedger(store: store, logger: logger)
+    }
+
+    /// Writes what is still buffered (served events) and stops background work.
+    public func close() async {
+        await ledger.close()
     }
 
     var cache: CacheConfiguration { configuration.cache }
 
     // MARK: client requests
 
-    /// Answers a client request for `host` (already validated and allowed).
-    public func serve(_ host: OriginHost) async -> EdgeReply {
+    /// Answers a client request for `host` (already validated and allowed). `client` identifies
+    /// the requester for the propagation ledger (`X-Client-ID`, else address + User-Agent).
+    public func serve(_ host: OriginHost, client: String = "") async -> EdgeReply {
+        let reply = await answer(host)
+        if case .copy(let snapshot, _, _, _) = reply {
+            ledger.record(host: host.description, version: snapshot.version, at: clock.now(), client: client)
+        }
+        return reply
+    }
+
+    private func answer(_ host: OriginHost) async -> EdgeReply {
         let entry = self.entry(host)
         let now = clock.now()
         switch Policy.decide(entry.state, now: now, configuration: cache) {
@@ -170,7 +192,7 @@ public final class Edge: Sendable {
     /// The host's entry: from memory, else from the store (first request after a restart).
     func entry(_ host: OriginHost) -> HostEntry {
         let key = host.description
-        if let entry = entries.withLock({ $0[key] }) { return entry }
+        if let entry = entries.withLock({ $0.get(key) }) { return entry }
         var loaded = HostEntry(snapshot: nil, state: CacheState(), failure: nil, storedVersion: nil)
         do {
             if let (stored, snapshot) = try store.host(key) {
@@ -179,9 +201,9 @@ public final class Edge: Sendable {
         } catch {
             logger.error("store read failed; serving from memory only", metadata: ["host": "\(key)", "error": "\(error)"])
         }
-        return entries.withLock { map in
-            if let existing = map[key] { return existing }
-            map[key] = loaded
+        return entries.withLock { cache in
+            if let existing = cache.get(key) { return existing }
+            cache.set(key, loaded)
             return loaded
         }
     }
@@ -261,7 +283,7 @@ public final class Edge: Sendable {
                                           originLastModified: result.lastModified, appIDs: appIDs, diagnostics: diagnostics)
             let change = recorded?.change.rawValue ?? (sameBytes ? "unchanged" : "updated")
             entries.withLock {
-                $0[key] = HostEntry(snapshot: snapshot, state: CacheState(copyConfirmedAt: now), failure: nil, storedVersion: version)
+                $0.set(key, HostEntry(snapshot: snapshot, state: CacheState(copyConfirmedAt: now), failure: nil, storedVersion: version))
             }
             applied = AppliedFetch(end: change == "updated" ? .updated : .confirmed, change: change, version: version,
                                    previousVersion: previous, failure: nil, durationMs: durationMs, originStatus: result.status)
@@ -269,11 +291,11 @@ public final class Edge: Sendable {
             do { _ = try store.recordNotModified(host: key, fetch: record) } catch {
                 logger.error("store write failed", metadata: ["host": "\(key)", "error": "\(error)"])
             }
-            entries.withLock { map in
-                var entry = map[key] ?? before
+            entries.withLock { cache in
+                var entry = cache.get(key) ?? before
                 entry.state = CacheState(copyConfirmedAt: now)
                 entry.failure = nil
-                map[key] = entry
+                cache.set(key, entry)
             }
             let version = before.snapshot?.version
             applied = AppliedFetch(end: .confirmed, change: "unchanged", version: version, previousVersion: version,
@@ -283,11 +305,11 @@ public final class Edge: Sendable {
             do { _ = try store.recordFailure(host: key, reason: failure.reason, details: failure.details, fetch: record) } catch {
                 logger.error("store write failed", metadata: ["host": "\(key)", "error": "\(error)"])
             }
-            entries.withLock { map in
-                var entry = map[key] ?? before
+            entries.withLock { cache in
+                var entry = cache.get(key) ?? before
                 entry.state.failedAt = now
                 entry.failure = failure
-                map[key] = entry
+                cache.set(key, entry)
             }
             let version = before.snapshot?.version
             applied = AppliedFetch(end: .failed, change: "failed", version: version, previousVersion: version,
@@ -326,11 +348,11 @@ public final class Edge: Sendable {
             known = try store.purge(host: key, hard: !soft)
         } catch {
             logger.error("store write failed", metadata: ["host": "\(key)", "error": "\(error)"])
-            known = entries.withLock { $0[key]?.snapshot != nil || $0[key]?.storedVersion != nil }
+            known = entries.withLock { $0.entries[key]?.snapshot != nil || $0.entries[key]?.storedVersion != nil }
         }
         guard known else { return nil }
-        entries.withLock { map in
-            guard var entry = map[key] else { return }
+        entries.withLock { cache in
+            guard var entry = cache.get(key) else { return }
             entry.state.purge = soft ? .soft : .hard
             if !soft {
                 entry.snapshot = nil
@@ -338,7 +360,7 @@ public final class Edge: Sendable {
                 entry.state.failedAt = nil
                 entry.failure = nil
             }
-            map[key] = entry
+            cache.set(key, entry)
         }
         logger.notice("purge", metadata: ["host": "\(key)", "mode": "\(soft ? "soft" : "hard")"])
         return true
@@ -352,7 +374,7 @@ public final class Edge: Sendable {
         var seen = Set<String>()
         if !wanted.isEmpty {
             let stored = (try? store.hosts()) ?? []
-            let memory = entries.withLock { $0 }
+            let memory = entries.withLock { $0.entries }
             for host in stored {
                 let ids = memory[host.name]?.snapshot?.appIDs ?? host.appIDs
                 if ids.contains(where: wanted.contains), let origin = try? OriginHost(host.name), seen.insert(origin.description).inserted {
@@ -376,7 +398,7 @@ public final class Edge: Sendable {
     public func domains() -> [DomainStatus] {
         let stored = (try? store.hosts()) ?? []
         var names = stored.map(\.name)
-        let memory = entries.withLock { $0 }
+        let memory = entries.withLock { $0.entries }
         for name in memory.keys where !names.contains(name) && (memory[name]?.storedVersion != nil || memory[name]?.failure != nil) {
             names.append(name)
         }

@@ -5,6 +5,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import NIOCore
 import OriginFetcher
 
 /// The HTTP face of the edge: Apple's CDN routes, the admin API, health. It translates requests
@@ -12,14 +13,14 @@ import OriginFetcher
 public enum EdgeServer {
     public static func application(edge: Edge, adminToken: String, host: String, port: Int, logger: Logger,
                                    onListening: @escaping @Sendable (Int) -> Void) -> some ApplicationProtocol {
-        let router = Router()
+        let router = Router(context: EdgeRequestContext.self)
         let client = ClientRoutes(edge: edge)
         // HEAD is registered explicitly: the router does not derive it for wildcard routes.
-        router.get("/a/v1/**") { request, _ in await client.cdn(request) }
-        router.head("/a/v1/**") { request, _ in await client.cdn(request).createHeadResponse() }
+        router.get("/a/v1/**") { request, context in await client.cdn(request, context) }
+        router.head("/a/v1/**") { request, context in await client.cdn(request, context).createHeadResponse() }
         for path in ["/.well-known/apple-app-site-association", "/apple-app-site-association"] {
-            router.get(RouterPath(path)) { request, _ in await client.hostRouted(request) }
-            router.head(RouterPath(path)) { request, _ in await client.hostRouted(request).createHeadResponse() }
+            router.get(RouterPath(path)) { request, context in await client.hostRouted(request, context) }
+            router.head(RouterPath(path)) { request, context in await client.hostRouted(request, context).createHeadResponse() }
         }
         router.get("/healthz") { _, _ in Response.text(.ok, "ok\n") }
         router.get("/readyz") { _, _ in Response.text(.ok, "ready\n") }
@@ -37,20 +38,27 @@ struct ClientRoutes: Sendable {
     let edge: Edge
 
     /// `GET /a/v1/{host}`: the host is the raw path segment (a query string is ignored).
-    func cdn(_ request: Request) async -> Response {
+    func cdn(_ request: Request, _ context: EdgeRequestContext) async -> Response {
         let raw = String(request.uri.path.dropFirst("/a/v1/".count))
-        return await answer(rawHost: raw, request: request)
+        return await answer(rawHost: raw, request: request, context: context)
     }
 
     /// `/.well-known/apple-app-site-association` and `/apple-app-site-association`: the Host header
     /// without its port names the host.
-    func hostRouted(_ request: Request) async -> Response {
+    func hostRouted(_ request: Request, _ context: EdgeRequestContext) async -> Response {
         var authority = request.head.authority ?? ""
         if let colon = authority.lastIndex(of: ":"), !authority.hasSuffix("]") { authority = String(authority[..<colon]) }
-        return await answer(rawHost: authority, request: request)
+        return await answer(rawHost: authority, request: request, context: context)
     }
 
-    private func answer(rawHost: String, request: Request) async -> Response {
+    /// The ledger's client identity: `X-Client-ID`, else address + User-Agent.
+    static func client(_ request: Request, _ context: EdgeRequestContext) -> String {
+        if let id = request.headers[HTTPField.Name("X-Client-ID")!], !id.isEmpty { return id }
+        let address = context.remoteAddress?.ipAddress ?? "unknown"
+        return address + " " + (request.headers[.userAgent] ?? "")
+    }
+
+    private func answer(rawHost: String, request: Request, context: EdgeRequestContext) async -> Response {
         let host: OriginHost
         do {
             host = try OriginHost(rawHost)
@@ -60,7 +68,7 @@ struct ClientRoutes: Sendable {
         guard edge.configuration.isAllowed(host) else {
             return .text(.forbidden, "domain not allowed by this edge: \(host.name)\n")
         }
-        let reply = await edge.serve(host)
+        let reply = await edge.serve(host, client: Self.client(request, context))
         return Self.response(reply, host: host, request: request, cache: edge.configuration.cache)
     }
 
@@ -101,7 +109,7 @@ struct AdminRoutes: Sendable {
     let edge: Edge
     let token: String
 
-    func register(on group: RouterGroup<BasicRequestContext>) {
+    func register(on group: RouterGroup<EdgeRequestContext>) {
         group.get("/domains") { request, _ in
             try authorize(request)
             return Response.json(.ok, .object(JSONObject([JSONMember("domains", .array(edge.domains().map { $0.json(detailed: false) }))])))
@@ -167,6 +175,17 @@ struct AdminRoutes: Sendable {
         let host = try parseHost(text)
         guard edge.configuration.isAllowed(host) else { throw AdminError(.forbidden, "domain not allowed by this edge: \(host.name)") }
         return host
+    }
+}
+
+/// The request context: Hummingbird's, plus the client's address.
+public struct EdgeRequestContext: RequestContext, RemoteAddressRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public let remoteAddress: SocketAddress?
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress
     }
 }
 

@@ -51,6 +51,21 @@ public struct RecordedFetch: Sendable, Equatable {
     public let previousVersion: Int?
 }
 
+/// A copy served to a client (the propagation ledger's raw material).
+public struct ServedEvent: Sendable, Equatable {
+    public let host: String
+    public let version: Int
+    public let at: Double
+    public let client: String
+
+    public init(host: String, version: Int, at: Double, client: String) {
+        self.host = host
+        self.version = version
+        self.at = at
+        self.client = client
+    }
+}
+
 /// Metadata of an origin fetch, for the fetch log.
 public struct FetchRecord: Sendable {
     public let at: Double
@@ -285,6 +300,24 @@ public final class SnapshotStore: Sendable {
             INSERT INTO fetch (host, at, outcome, status, reason, details, durationMs, version, trigger)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, arguments: [name, fetch.at, outcome, fetch.status, reason, details, fetch.durationMs, version, fetch.trigger])
+    }
+
+    /// Appends served events in one transaction.
+    public func recordServed(_ events: [ServedEvent]) throws {
+        try pool.write { db in
+            let statement = try db.cachedStatement(sql: "INSERT INTO served (host, version, at, client) VALUES (?, ?, ?, ?)")
+            for event in events {
+                try statement.execute(arguments: [event.host, event.version, event.at, event.client])
+            }
+        }
+    }
+
+    /// Served events for a host, oldest first.
+    public func served(host name: String) throws -> [ServedEvent] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT host, version, at, client FROM served WHERE host = ? ORDER BY id", arguments: [name])
+                .map { ServedEvent(host: $0["host"], version: $0["version"], at: $0["at"], client: $0["client"]) }
+        }
     }
 
     /// Newest-first fetch log entries, for tests and the history views.

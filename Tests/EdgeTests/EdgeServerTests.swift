@@ -1,6 +1,7 @@
 import AASAEngine
 import Foundation
 import OriginFetcher
+import SnapshotStore
 import TestOrigin
 import Testing
 
@@ -194,6 +195,41 @@ func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) rethrows
         #expect(r["aasa-edge-version"] == "1")
         #expect(Int(r["age"] ?? "") ?? 0 >= 1)
         #expect(try origin.requestCount(host) == 1)
+    }
+}
+
+@Suite(.serialized) struct LedgerAndMemoryTests {
+    @Test func servedEventsReachTheStoreWithClientIdentities() throws {
+        let host = "ledger.lab.test"
+        try origin.serve(host, body: aasaBody())
+        let db = temporaryDB()
+        let edge = try startEdge(hosts: [host], db: db)
+        #expect(try edge.get("/a/v1/\(host)", headers: ["X-Client-ID": "device-1"]).status == 200)
+        #expect(try edge.get("/a/v1/\(host)", headers: ["X-Client-ID": "device-2"]).status == 200)
+        #expect(try edge.get("/a/v1/\(host)", headers: ["User-Agent": "swcd-test"]).status == 200)
+        #expect(try edge.get("/a/v1/127.0.0.1").status == 400)  // rejected: not recorded
+        #expect(edge.stop() == 0)  // a graceful stop writes what is buffered
+        let served = try SnapshotStore(path: db).served(host: host)
+        #expect(served.map(\.client) == ["device-1", "device-2", "127.0.0.1 swcd-test"])
+        #expect(served.allSatisfy { $0.version == 1 })
+    }
+
+    @Test func evictedHostsAreReadBackFromTheStore() throws {
+        // Twelve ~120 KB files through a 1 MB memory budget: some leave memory, none is lost.
+        let hosts = (0..<12).map { "mem\($0).lab.test" }
+        let padding = String(repeating: "x", count: 120_000)
+        for (i, host) in hosts.enumerated() {
+            try origin.serve(host, body: #"{"webcredentials":{"apps":["ABCDE12345.com.app\#(i)"]},"pad":"\#(padding)"}"#)
+        }
+        let edge = try startEdge(hosts: hosts, extra: ["--memory-cache-mb", "1"])
+        defer { edge.stop() }
+        for host in hosts { #expect(try edge.get("/a/v1/\(host)")["x-cache"] == "miss") }
+        for (i, host) in hosts.enumerated() {
+            let r = try edge.get("/a/v1/\(host)")
+            #expect(r.status == 200 && r["x-cache"] == "hit-fresh")
+            #expect(r.text.contains("ABCDE12345.com.app\(i)\""))
+            #expect(try origin.requestCount(host) == 1)
+        }
     }
 }
 
