@@ -1,8 +1,5 @@
 import AASAEngine
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The real HTTPS test origin (`test-origin.py`) as seen from a test: start it, set what each host
 /// does, count requests, stop it. Hosts live under `lab.test`; reach them with `connectTo(_:)`.
@@ -91,31 +88,10 @@ public final class TestOrigin: @unchecked Sendable {
 
     public func reset() throws { _ = try control("DELETE", "/hosts") }
 
-    /// One request to the control API on a fresh connection (the control server closes it).
+    /// One request to the control API.
     private func control(_ method: String, _ path: String, body: String = "") throws -> JSONObject {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw StartError(description: "socket() failed") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(controlPort).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw StartError(description: "cannot reach the test origin's control port") }
-        let request = "\(method) \(path) HTTP/1.0\r\nHost: control\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
-        _ = request.withCString { send(fd, $0, strlen($0), 0) }
-        var response = [UInt8]()
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = recv(fd, &buffer, buffer.count, 0)
-            if n <= 0 { break }
-            response.append(contentsOf: buffer[0..<n])
-        }
-        let text = String(decoding: response, as: UTF8.self)
-        guard let split = text.range(of: "\r\n\r\n") else { throw StartError(description: "bad control response") }
-        return (try? JSONReader.parse(String(text[split.upperBound...])).objectValue) ?? JSONObject()
+        let response = try TestHTTP.request(port: controlPort, method: method, path: path, body: body)
+        return (try? JSONReader.parse(response.text).objectValue) ?? JSONObject()
     }
 }
 
