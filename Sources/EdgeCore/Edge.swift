@@ -259,7 +259,8 @@ public final class Edge: Sendable {
         let elapsed = ContinuousClock.now - started
         let durationMs = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
         let now = clock.now()
-        let record = FetchRecord(at: now, status: result.status, durationMs: durationMs, trigger: trigger)
+        let record = FetchRecord(at: now, status: result.status, durationMs: durationMs, trigger: trigger,
+                                 expiresAt: now + cache.ttl, failureUntil: now + cache.failureTTL)
         let key = host.description
         let applied: AppliedFetch
         switch result.outcome {

@@ -72,12 +72,18 @@ public struct FetchRecord: Sendable {
     public let status: Int?
     public let durationMs: Double
     public let trigger: String
+    /// TTL metadata stored with the host: until when the copy is fresh (after a success) and
+    /// until when a failure is cached (after a failure), under the TTLs of the edge that fetched.
+    public let expiresAt: Double?
+    public let failureUntil: Double?
 
-    public init(at: Double, status: Int?, durationMs: Double, trigger: String) {
+    public init(at: Double, status: Int?, durationMs: Double, trigger: String, expiresAt: Double? = nil, failureUntil: Double? = nil) {
         self.at = at
         self.status = status
         self.durationMs = durationMs
         self.trigger = trigger
+        self.expiresAt = expiresAt
+        self.failureUntil = failureUntil
     }
 }
 
@@ -153,6 +159,10 @@ public final class SnapshotStore: Sendable {
                 );
                 CREATE INDEX served_by_host ON served(host, version, at);
                 """)
+        }
+        migrator.registerMigration("v2 ttl metadata") { db in
+            try db.execute(sql: "ALTER TABLE host ADD COLUMN expiresAt REAL")
+            try db.execute(sql: "ALTER TABLE host ADD COLUMN failureUntil REAL")
         }
         return migrator
     }
@@ -248,9 +258,9 @@ public final class SnapshotStore: Sendable {
                                      fetch.at, fetch.at, valid, diagnostics, Self.encodeList(appIDs)])
             }
             try db.execute(sql: """
-                UPDATE host SET currentVersion = ?, confirmedAt = ?, failureReason = NULL, failureDetails = NULL,
-                                failureAt = NULL, purge = 'none' WHERE name = ?
-                """, arguments: [version, fetch.at, name])
+                UPDATE host SET currentVersion = ?, confirmedAt = ?, expiresAt = ?, failureReason = NULL, failureDetails = NULL,
+                                failureAt = NULL, failureUntil = NULL, purge = 'none' WHERE name = ?
+                """, arguments: [version, fetch.at, fetch.expiresAt, name])
             let change: RecordedFetch.Change = previous == version ? .unchanged : .updated
             try Self.log(db, name, fetch, outcome: change.rawValue, reason: nil, details: nil, version: version)
             return RecordedFetch(change: change, version: version, previousVersion: previous)
@@ -263,9 +273,10 @@ public final class SnapshotStore: Sendable {
             try Self.ensureHost(db, name, at: fetch.at)
             let version = try Self.currentVersion(db, name)
             try db.execute(sql: """
-                UPDATE host SET confirmedAt = ?, failureReason = NULL, failureDetails = NULL, failureAt = NULL, purge = 'none'
+                UPDATE host SET confirmedAt = ?, expiresAt = ?, failureReason = NULL, failureDetails = NULL, failureAt = NULL,
+                                failureUntil = NULL, purge = 'none'
                 WHERE name = ?
-                """, arguments: [fetch.at, name])
+                """, arguments: [fetch.at, fetch.expiresAt, name])
             if let version {
                 try db.execute(sql: "UPDATE snapshot SET lastConfirmedAt = ? WHERE host = ? AND version = ?", arguments: [fetch.at, name, version])
             }
@@ -279,8 +290,8 @@ public final class SnapshotStore: Sendable {
         try pool.write { db in
             try Self.ensureHost(db, name, at: fetch.at)
             let version = try Self.currentVersion(db, name)
-            try db.execute(sql: "UPDATE host SET failureReason = ?, failureDetails = ?, failureAt = ? WHERE name = ?",
-                           arguments: [reason, details, fetch.at, name])
+            try db.execute(sql: "UPDATE host SET failureReason = ?, failureDetails = ?, failureAt = ?, failureUntil = ? WHERE name = ?",
+                           arguments: [reason, details, fetch.at, fetch.failureUntil, name])
             try Self.log(db, name, fetch, outcome: RecordedFetch.Change.failed.rawValue, reason: reason, details: details, version: version)
             return RecordedFetch(change: .failed, version: version, previousVersion: version)
         }
@@ -331,6 +342,14 @@ public final class SnapshotStore: Sendable {
     /// Versions stored for a host, oldest first.
     public func versions(host name: String) throws -> [Int] {
         try pool.read { db in try Int.fetchAll(db, sql: "SELECT version FROM snapshot WHERE host = ? ORDER BY version", arguments: [name]) }
+    }
+
+    /// The stored TTL metadata of a host: (expiresAt, failureUntil).
+    public func ttlMetadata(host name: String) throws -> (expiresAt: Double?, failureUntil: Double?) {
+        try pool.read { db in
+            let row = try Row.fetchOne(db, sql: "SELECT expiresAt, failureUntil FROM host WHERE name = ?", arguments: [name])
+            return (row?["expiresAt"], row?["failureUntil"])
+        }
     }
 
     /// `PRAGMA integrity_check` is "ok".

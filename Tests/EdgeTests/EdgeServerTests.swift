@@ -111,6 +111,42 @@ func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) rethrows
         #expect(r["apple-try-direct"] == "true")
     }
 
+    /// Every failure kind reaches the client in Apple's 404 form with the right reason and
+    /// Try-Direct (the fetcher's own tests cover the mapping in detail).
+    @Test(arguments: [
+        ("form-301.lab.test", ["status": 301, "headers": ["Location": "https://elsewhere.test/"]] as JSONValue, "SWCERR00101 Bad HTTP Response: 301 Moved Permanently", "false"),
+        ("form-big.lab.test", ["status": 200, "oversize": 200_000] as JSONValue, "SWCERR00401 Too Large", "false"),
+        ("form-html.lab.test", ["status": 200, "body": "<html></html>"] as JSONValue, "SWCERR00402 Invalid JSON", "false"),
+        ("form-cut.lab.test", ["status": 200, "body": "{\"applinks\":{}}", "closeMidBody": true] as JSONValue, "SWCERR00203 Connection Failed", "true"),
+        ("expired.lab.test", ["status": 200, "body": "{}"] as JSONValue, "SWCERR00204 TLS Failure", "true"),
+    ])
+    func failureForms(host: String, behaviour: JSONValue, reason: String, tryDirect: String) throws {
+        try origin.set(host, behaviour)
+        let edge = try startEdge(hosts: [host])
+        defer { edge.stop() }
+        let r = try edge.get("/a/v1/\(host)")
+        #expect(r.status == 404)
+        #expect(r["apple-failure-reason"] == reason)
+        #expect(r["apple-try-direct"] == tryDirect)
+        #expect((try? JSONReader.parse(r["apple-failure-details"] ?? ""))?.objectValue != nil)
+        #expect(r.text == "Not Found\n")
+    }
+
+    @Test func privateAddressesAreRefusedUnlessAllowed() throws {
+        let host = "form-private.lab.test"
+        try origin.serve(host, body: aasaBody())
+        let resolve = ["--resolve", "\(host):\(origin.httpsPort):127.0.0.1", "--ca-file", origin.caFile]
+        let strict = try EdgeProcess(db: temporaryDB(), arguments: resolve)
+        defer { strict.stop() }
+        let refused = try strict.get("/a/v1/\(host):\(origin.httpsPort)")
+        #expect(refused.status == 404)
+        #expect(refused["apple-failure-reason"] == "SWCERR00202 Connections to private/reserved IP addresses are not allowed")
+        #expect(refused["apple-failure-details"] == #"{"address":"127.0.0.1"}"#)
+        let lab = try EdgeProcess(db: temporaryDB(), arguments: resolve + ["--allow-private-origins"])
+        defer { lab.stop() }
+        #expect(try lab.get("/a/v1/\(host):\(origin.httpsPort)").status == 200)
+    }
+
     @Test func staleIfErrorKeepsServingTheGoodCopy() throws {
         let host = "stale.lab.test"
         try origin.serve(host, body: aasaBody())

@@ -32,13 +32,16 @@ import Testing
         let (store, _) = try temporaryStore()
         _ = try success(store, "good", at: 1)
         let failed = try store.recordFailure(host: "a.test", reason: "SWCERR00301 Timeout", details: #"{"cause":"x"}"#,
-                                             fetch: FetchRecord(at: 2, status: nil, durationMs: 5000, trigger: "test"))
+                                             fetch: FetchRecord(at: 2, status: nil, durationMs: 5000, trigger: "test", failureUntil: 32))
+        #expect(try store.ttlMetadata(host: "a.test").failureUntil == 32)
         #expect(failed == RecordedFetch(change: .failed, version: 1, previousVersion: 1))
         let (host, snapshot) = try #require(try store.host("a.test"))
         #expect(snapshot?.body == Array("good".utf8))
         #expect(host.failure == StoredFailure(reason: "SWCERR00301 Timeout", details: #"{"cause":"x"}"#, at: 2))
-        _ = try success(store, "good", at: 3)
+        _ = try store.recordNotModified(host: "a.test", fetch: FetchRecord(at: 3, status: 304, durationMs: 1, trigger: "test", expiresAt: 63))
         #expect(try store.host("a.test")?.0.failure == nil)
+        #expect(try store.ttlMetadata(host: "a.test").expiresAt == 63)
+        #expect(try store.ttlMetadata(host: "a.test").failureUntil == nil)
     }
 
     @Test func purgeAndReopen() throws {
