@@ -133,6 +133,48 @@ struct AdminRoutes: Sendable {
             return Response.json(.ok, .object(JSONObject([JSONMember("domain", .string(host.description)),
                                                   JSONMember("purge", .string(soft ? "soft" : "hard"))])))
         }
+        group.get("/domains/:host/snapshots") { request, context in
+            try authorize(request)
+            let host = try parseHost(context.parameters.get("host") ?? "")
+            return Response.json(.ok, try history { try HistoryViews.snapshots(edge.snapshotStore, host: host.description) })
+        }
+        group.get("/domains/:host/snapshots/:version") { request, context in
+            try authorize(request)
+            let host = try parseHost(context.parameters.get("host") ?? "")
+            guard let version = context.parameters.get("version").flatMap({ Int($0) }) else {
+                throw AdminError(.badRequest, "the version must be a number")
+            }
+            let bytes = try history { try HistoryViews.snapshotBytes(edge.snapshotStore, host: host.description, version: version) }
+            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+        }
+        group.get("/domains/:host/diff") { request, context in
+            try authorize(request)
+            let host = try parseHost(context.parameters.get("host") ?? "")
+            let query = request.uri.queryParameters
+            var from = query.get("from").flatMap { Int($0) }
+            var to = query.get("to").flatMap { Int($0) }
+            if (query.get("from") != nil && from == nil) || (query.get("to") != nil && to == nil) {
+                throw AdminError(.badRequest, "from and to must be version numbers")
+            }
+            if from == nil || to == nil {
+                // Without both, compare the two newest versions.
+                let versions = try history { try edge.snapshotStore.versions(host: host.description) }
+                guard versions.count >= 2 || (from != nil && to != nil) else {
+                    throw AdminError(.badRequest, "give from and to (the host has fewer than two versions)")
+                }
+                to = to ?? versions.last
+                from = from ?? versions.dropLast().last
+            }
+            let diff = try history { try HistoryViews.diff(edge.snapshotStore, host: host.description, from: from!, to: to!) }
+            return Response.json(.ok, diff.json)
+        }
+        group.get("/domains/:host/fetches") { request, context in
+            try authorize(request)
+            let host = try parseHost(context.parameters.get("host") ?? "")
+            let limit = request.uri.queryParameters.get("limit").flatMap { Int($0) } ?? 50
+            guard (1...1000).contains(limit) else { throw AdminError(.badRequest, "limit must be 1 to 1000") }
+            return Response.json(.ok, try history { try HistoryViews.fetches(edge.snapshotStore, host: host.description, limit: limit) })
+        }
         group.post("/releases") { request, context in
             try authorize(request)
             let body = try await request.body.collect(upTo: 1 << 20)
@@ -154,6 +196,20 @@ struct AdminRoutes: Sendable {
                 JSONMember("results", .array(results.map(\.json))),
                 JSONMember("updated", count("updated")), JSONMember("unchanged", count("unchanged")), JSONMember("failed", count("failed")),
             ])))
+        }
+    }
+
+    /// Runs a history view, mapping its problems to admin errors.
+    func history<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let problem as HistoryViews.Problem {
+            switch problem {
+            case .unknownHost, .unknownVersion: throw AdminError(.notFound, problem.description)
+            case .unreadableVersion: throw AdminError(.badRequest, problem.description)
+            }
+        } catch {
+            throw AdminError(.internalServerError, "the store could not be read: \(error)")
         }
     }
 

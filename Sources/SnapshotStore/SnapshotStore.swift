@@ -51,6 +51,30 @@ public struct RecordedFetch: Sendable, Equatable {
     public let previousVersion: Int?
 }
 
+/// A stored version, without its body.
+public struct SnapshotSummary: Sendable, Equatable {
+    public let version: Int
+    public let sha256: String
+    public let size: Int
+    public let firstFetchedAt: Double
+    public let lastConfirmedAt: Double
+    public let valid: Bool
+}
+
+/// One entry of the origin fetch log.
+public struct LoggedFetch: Sendable, Equatable {
+    public let at: Double
+    /// `updated`, `unchanged` or `failed`.
+    public let outcome: String
+    public let status: Int?
+    public let reason: String?
+    public let details: String?
+    public let durationMs: Double
+    public let version: Int?
+    /// What started it: `request`, `refetch`, `release`, `background`.
+    public let trigger: String
+}
+
 /// A copy served to a client (the propagation ledger's raw material).
 public struct ServedEvent: Sendable, Equatable {
     public let host: String
@@ -331,17 +355,42 @@ public final class SnapshotStore: Sendable {
         }
     }
 
-    /// Newest-first fetch log entries, for tests and the history views.
-    public func fetchLog(host name: String, limit: Int = 100) throws -> [(outcome: String, version: Int?, reason: String?, trigger: String)] {
+    /// Newest-first entries of the origin fetch log.
+    public func fetches(host name: String, limit: Int = 100) throws -> [LoggedFetch] {
         try pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT outcome, version, reason, trigger FROM fetch WHERE host = ? ORDER BY id DESC LIMIT ?",
-                             arguments: [name, limit]).map { ($0["outcome"], $0["version"], $0["reason"], $0["trigger"]) }
+            try Row.fetchAll(db, sql: """
+                SELECT at, outcome, status, reason, details, durationMs, version, trigger FROM fetch
+                WHERE host = ? ORDER BY id DESC LIMIT ?
+                """, arguments: [name, limit]).map {
+                LoggedFetch(at: $0["at"], outcome: $0["outcome"], status: $0["status"], reason: $0["reason"], details: $0["details"],
+                            durationMs: $0["durationMs"], version: $0["version"], trigger: $0["trigger"])
+            }
         }
     }
 
     /// Versions stored for a host, oldest first.
     public func versions(host name: String) throws -> [Int] {
         try pool.read { db in try Int.fetchAll(db, sql: "SELECT version FROM snapshot WHERE host = ? ORDER BY version", arguments: [name]) }
+    }
+
+    /// Every stored version of a host without bodies, newest first.
+    public func snapshots(host name: String) throws -> [SnapshotSummary] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT version, sha256, size, firstFetchedAt, lastConfirmedAt, valid FROM snapshot
+                WHERE host = ? ORDER BY version DESC
+                """, arguments: [name]).map {
+                SnapshotSummary(version: $0["version"], sha256: $0["sha256"], size: $0["size"], firstFetchedAt: $0["firstFetchedAt"],
+                                lastConfirmedAt: $0["lastConfirmedAt"], valid: $0["valid"])
+            }
+        }
+    }
+
+    /// One stored version, with its exact bytes.
+    public func snapshot(host name: String, version: Int) throws -> StoredSnapshot? {
+        try pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM snapshot WHERE host = ? AND version = ?", arguments: [name, version]).map(Self.snapshot)
+        }
     }
 
     /// The stored TTL metadata of a host: (expiresAt, failureUntil).

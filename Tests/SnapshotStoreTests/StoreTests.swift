@@ -25,7 +25,11 @@ import Testing
         let (host, snapshot) = try #require(try store.host("a.test"))
         #expect(host.currentVersion == 1 && host.confirmedAt == 4)
         #expect(snapshot?.body == Array("one".utf8) && snapshot?.firstFetchedAt == 1 && snapshot?.lastConfirmedAt == 4)
-        #expect(try store.fetchLog(host: "a.test").map(\.outcome) == ["updated", "updated", "unchanged", "updated"])
+        #expect(try store.fetches(host: "a.test").map(\.outcome) == ["updated", "updated", "unchanged", "updated"])
+        #expect(try store.fetches(host: "a.test", limit: 1).map(\.version) == [1])
+        #expect(try store.snapshots(host: "a.test").map(\.version) == [2, 1])
+        #expect(try store.snapshot(host: "a.test", version: 2)?.body == Array("two".utf8))
+        #expect(try store.snapshot(host: "a.test", version: 3) == nil)
     }
 
     @Test func failureNeverReplacesTheGoodSnapshot() throws {

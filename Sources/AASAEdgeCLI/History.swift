@@ -1,0 +1,130 @@
+import AASAEngine
+import ArgumentParser
+import EdgeCore
+import Foundation
+import OriginFetcher
+import SnapshotStore
+
+/// Opens the store a `serve` writes, for reading, without creating one.
+enum StoreReader {
+    static func open(_ path: String) throws(CLIFailure) -> SnapshotStore {
+        guard FileManager.default.fileExists(atPath: path) else { throw .io("no store at \(path) (see --db)") }
+        do {
+            return try SnapshotStore(path: path)
+        } catch {
+            throw .io("cannot open the store \(path): \(error)")
+        }
+    }
+
+    static func host(_ text: String) throws(CLIFailure) -> String {
+        do {
+            return try OriginHost(text).description
+        } catch {
+            throw .usage("invalid host '\(text)': \(error.reason)")
+        }
+    }
+
+    static func failure(_ error: Error) -> CLIFailure {
+        if let problem = error as? HistoryViews.Problem { return .bad(problem.description) }
+        return .io("the store could not be read: \(error)")
+    }
+}
+
+struct History: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show a host's stored versions and origin fetch log, from the store (no server needed).",
+        discussion: "Exit status: 0; 1 when the store has no such host; 3 when the store cannot be opened."
+    )
+
+    @Argument(help: ArgumentHelp("The host (name or name:port).", valueName: "HOST"))
+    var host: String
+
+    @Option(help: ArgumentHelp("The store `serve` writes.", valueName: "FILE"))
+    var db = "./var/aasa-edge.sqlite"
+
+    @Option(help: "How many fetch log entries to show, newest first.")
+    var limit = 20
+
+    @Flag(help: "Print {\"domain\",\"snapshots\":[…],\"fetches\":[…]} (the admin API's shapes) on stdout.")
+    var json = false
+
+    func run() throws {
+        let name = try StoreReader.host(host)
+        let store = try StoreReader.open(db)
+        let snapshots: JSONValue
+        let fetches: JSONValue
+        do {
+            snapshots = try HistoryViews.snapshots(store, host: name)
+            fetches = try HistoryViews.fetches(store, host: name, limit: max(1, limit))
+        } catch {
+            throw StoreReader.failure(error)
+        }
+        let snapshotList = snapshots.objectValue?["snapshots"]?.arrayValue ?? []
+        let fetchList = fetches.objectValue?["fetches"]?.arrayValue ?? []
+        if json {
+            Console.out(JSONWriter.string(.object(JSONObject([
+                JSONMember("domain", .string(name)), JSONMember("snapshots", .array(snapshotList)), JSONMember("fetches", .array(fetchList)),
+            ]))))
+            return
+        }
+        func field(_ value: JSONValue, _ key: String) -> String {
+            switch value.objectValue?[key] {
+            case .string(let s)?: return s
+            case .number(let n)?: return n.text
+            case .bool(let b)?: return b ? "valid" : "invalid"
+            default: return "-"
+            }
+        }
+        var lines = ["\(name): \(snapshotList.count) version\(snapshotList.count == 1 ? "" : "s") stored"]
+        for s in snapshotList {
+            lines.append("  v\(field(s, "version"))  \(field(s, "sha256").prefix(16))…  \(field(s, "size")) bytes  first \(field(s, "firstFetchedAt"))  last confirmed \(field(s, "lastConfirmedAt"))  \(field(s, "valid"))")
+        }
+        lines.append("fetch log, newest first:")
+        for f in fetchList {
+            let version = field(f, "version") == "-" ? "-" : "v" + field(f, "version")
+            var line = "  \(field(f, "at"))  \(field(f, "outcome").padding(toLength: 9, withPad: " ", startingAt: 0)) \(field(f, "status").padding(toLength: 4, withPad: " ", startingAt: 0)) \(version.padding(toLength: 5, withPad: " ", startingAt: 0)) \(field(f, "durationMs")) ms  \(field(f, "trigger"))"
+            if field(f, "reason") != "-" { line += "  " + field(f, "reason") }
+            lines.append(line)
+        }
+        Console.out(lines.joined(separator: "\n"))
+    }
+}
+
+struct DiffVersions: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "diff-versions",
+        abstract: "Semantic diff of two stored versions of a host, from the store (no server needed).",
+        discussion: "Exit status: 0 (with --exit-code: 1 when they differ); 1 when the host or a version is unknown; 3 when the store cannot be opened."
+    )
+
+    @Argument(help: ArgumentHelp("The host (name or name:port).", valueName: "HOST"))
+    var host: String
+
+    @Argument(help: ArgumentHelp("The old version.", valueName: "A"))
+    var from: Int
+
+    @Argument(help: ArgumentHelp("The new version.", valueName: "B"))
+    var to: Int
+
+    @Option(help: ArgumentHelp("The store `serve` writes.", valueName: "FILE"))
+    var db = "./var/aasa-edge.sqlite"
+
+    @Flag(help: "Print the diff as JSON (the shape of `diff --json`).")
+    var json = false
+
+    @Flag(name: .customLong("exit-code"), help: "Exit 1 when the versions differ.")
+    var exitCode = false
+
+    func run() throws {
+        let name = try StoreReader.host(host)
+        let store = try StoreReader.open(db)
+        let diff: AASADiff
+        do {
+            diff = try HistoryViews.diff(store, host: name, from: from, to: to)
+        } catch {
+            throw StoreReader.failure(error)
+        }
+        Console.out(json ? JSONWriter.string(diff.json) : (diff.isEmpty ? "no semantic difference" : diff.lines.joined(separator: "\n")))
+        if exitCode && !diff.isEmpty { throw ExitCode(ExitStatus.bad.rawValue) }
+    }
+}
