@@ -24,6 +24,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         .target(name: "AASAEngine"),
@@ -33,6 +35,7 @@ let package = Package(
         .target(name: "SnapshotStore", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
         .target(name: "EdgeCore", dependencies: [
             "AASAEngine", "CachePolicy", "OriginFetcher", "SnapshotStore", .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
         ]),
         .target(name: "EdgeHTTP", dependencies: [
             "AASAEngine", "CachePolicy", "EdgeCore", "OriginFetcher",
@@ -50,6 +53,8 @@ let package = Package(
                 "OriginFetcher",
                 "SnapshotStore",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -4,7 +4,9 @@ import EdgeCore
 import EdgeHTTP
 import Foundation
 import Logging
+import Metrics
 import OriginFetcher
+import Prometheus
 import SnapshotStore
 
 struct Serve: AsyncParsableCommand {
@@ -67,6 +69,8 @@ struct Serve: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "aasa-edge")
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         let fetcherConfiguration = try origin.checkedConfiguration()
         let store: SnapshotStore
         do {
@@ -81,7 +85,8 @@ struct Serve: AsyncParsableCommand {
                                                          memoryCacheMB: memoryCacheMB),
                         store: store, fetcher: fetcher, logger: logger)
         let listenHost = host
-        let app = EdgeServer.application(edge: edge, adminToken: token, host: host, port: port, logger: logger) { boundPort in
+        let app = EdgeServer.application(edge: edge, adminToken: token, host: host, port: port, logger: logger,
+                                         metricsText: { registry.emitToBuffer() }) { boundPort in
             logger.notice("listening on http://\(listenHost):\(boundPort)")
         }
         do {

@@ -113,11 +113,13 @@ public final class Edge: Sendable {
     let logger: Logger
     private let entries: Locked<MemoryCache>
     let ledger: ServedLedger
+    public let metrics: EdgeMetrics
     private let inflight = Locked<[String: Task<AppliedFetch, Never>]>([:])
     private let limiter: AsyncLimiter
 
     public init(configuration: EdgeConfiguration, store: SnapshotStore, fetcher: OriginFetcher,
-                clock: any WallClock = SystemClock(), logger: Logger) {
+                clock: any WallClock = SystemClock(), logger: Logger, metrics: EdgeMetrics = EdgeMetrics()) {
+        self.metrics = metrics
         self.configuration = configuration
         self.store = store
         self.fetcher = fetcher
@@ -126,6 +128,13 @@ public final class Edge: Sendable {
         limiter = AsyncLimiter(limit: configuration.refetchConcurrency)
         entries = Locked(MemoryCache(budget: configuration.memoryBudgetBytes))
         ledger = ServedLedger(store: store, logger: logger)
+    }
+
+    /// Brings the gauges up to date (before a scrape).
+    public func updateGauges() {
+        let hosts = entries.withLock { $0.entries.count }
+        let versions = (try? store.versionCount()) ?? 0
+        metrics.gauges(hosts: hosts, versions: versions)
     }
 
     /// Writes what is still buffered (served events) and stops background work.
@@ -241,7 +250,7 @@ public final class Edge: Sendable {
             return (task, true)
         }
         let applied = await task.value
-        if leader { inflight.withLock { $0[key] = nil } }
+        if leader { inflight.withLock { $0[key] = nil } } else { metrics.coalesced() }
         return (applied, !leader)
     }
 
@@ -276,6 +285,7 @@ public final class Edge: Sendable {
                                                    appIDs: appIDs, fetch: record)
             } catch {
                 logger.error("store write failed; the new copy is served from memory only", metadata: ["host": "\(key)", "error": "\(error)"])
+                metrics.storeWriteError()
             }
             let previous = before.snapshot?.version ?? before.storedVersion
             let sameBytes = before.snapshot?.sha256 == result.sha256
@@ -291,6 +301,7 @@ public final class Edge: Sendable {
         case .notModified:
             do { _ = try store.recordNotModified(host: key, fetch: record) } catch {
                 logger.error("store write failed", metadata: ["host": "\(key)", "error": "\(error)"])
+                metrics.storeWriteError()
             }
             entries.withLock { cache in
                 var entry = cache.get(key) ?? before
@@ -305,6 +316,7 @@ public final class Edge: Sendable {
             let failure = FailureInfo(reason: originFailure.reason, details: originFailure.detailsJSON, at: now, originStatus: result.status)
             do { _ = try store.recordFailure(host: key, reason: failure.reason, details: failure.details, fetch: record) } catch {
                 logger.error("store write failed", metadata: ["host": "\(key)", "error": "\(error)"])
+                metrics.storeWriteError()
             }
             entries.withLock { cache in
                 var entry = cache.get(key) ?? before
@@ -316,6 +328,7 @@ public final class Edge: Sendable {
             applied = AppliedFetch(end: .failed, change: "failed", version: version, previousVersion: version,
                                    failure: failure, durationMs: durationMs, originStatus: result.status)
         }
+        metrics.originFetch(change: applied.change, failureReason: applied.failure?.reason, durationMs: durationMs)
         var metadata: Logger.Metadata = [
             "host": "\(key)", "trigger": "\(trigger)", "outcome": "\(applied.change)",
             "duration_ms": "\(String(format: "%.1f", durationMs))",
@@ -335,6 +348,7 @@ public final class Edge: Sendable {
 
     /// Fetches from the origin now (joining a fetch in flight).
     public func refetch(_ host: OriginHost, trigger: String = "refetch") async -> RefetchResult {
+        metrics.refetch()
         let (applied, _) = await sharedFetch(host, trigger: trigger)
         return RefetchResult(host: host, outcome: applied.change, version: applied.version, previousVersion: applied.previousVersion,
                              failure: applied.failure, durationMs: applied.durationMs)
@@ -349,6 +363,7 @@ public final class Edge: Sendable {
             known = try store.purge(host: key, hard: !soft)
         } catch {
             logger.error("store write failed", metadata: ["host": "\(key)", "error": "\(error)"])
+            metrics.storeWriteError()
             known = entries.withLock { $0.entries[key]?.snapshot != nil || $0.entries[key]?.storedVersion != nil }
         }
         guard known else { return nil }
@@ -364,6 +379,7 @@ public final class Edge: Sendable {
             cache.set(key, entry)
         }
         logger.notice("purge", metadata: ["host": "\(key)", "mode": "\(soft ? "soft" : "hard")"])
+        metrics.purge(soft: soft)
         return true
     }
 
@@ -385,6 +401,7 @@ public final class Edge: Sendable {
         }
         for host in hosts where seen.insert(host.description).inserted { targets.append(host) }
         logger.notice("release", metadata: ["appIDs": "\(appIDs)", "hosts": "\(targets.count)"])
+        metrics.release()
         return await withTaskGroup(of: (Int, RefetchResult).self) { group in
             for (index, host) in targets.enumerated() {
                 group.addTask { (index, await self.limiter.run { await self.refetch(host, trigger: "release") }) }

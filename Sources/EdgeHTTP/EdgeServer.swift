@@ -11,7 +11,9 @@ import OriginFetcher
 /// The HTTP face of the edge: Apple's CDN routes, the admin API, health. It translates requests
 /// and `EdgeReply` values into responses; every decision is made by `Edge` and `CachePolicy`.
 public enum EdgeServer {
+    /// - Parameter metricsText: renders the metrics registry in Prometheus text format.
     public static func application(edge: Edge, adminToken: String, host: String, port: Int, logger: Logger,
+                                   metricsText: @escaping @Sendable () -> [UInt8],
                                    onListening: @escaping @Sendable (Int) -> Void) -> some ApplicationProtocol {
         let router = Router(context: EdgeRequestContext.self)
         let client = ClientRoutes(edge: edge)
@@ -24,6 +26,11 @@ public enum EdgeServer {
         }
         router.get("/healthz") { _, _ in Response.text(.ok, "ok\n") }
         router.get("/readyz") { _, _ in Response.text(.ok, "ready\n") }
+        router.get("/metrics") { _, _ in
+            edge.updateGauges()
+            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                            body: .init(byteBuffer: ByteBuffer(bytes: metricsText())))
+        }
         AdminRoutes(edge: edge, token: adminToken).register(on: router.group("/admin/v1"))
         return Application(
             router: router,
@@ -63,12 +70,17 @@ struct ClientRoutes: Sendable {
         do {
             host = try OriginHost(rawHost)
         } catch {
+            edge.metrics.request(.rejected)
             return .text(.badRequest, "invalid host: \(error.reason)\n")
         }
         guard edge.configuration.isAllowed(host) else {
+            edge.metrics.request(.rejected)
             return .text(.forbidden, "domain not allowed by this edge: \(host.name)\n")
         }
         let reply = await edge.serve(host, client: Self.client(request, context))
+        switch reply {
+        case .copy(_, _, let outcome, _), .failure(_, _, let outcome, _): edge.metrics.request(outcome)
+        }
         return Self.response(reply, host: host, request: request, cache: edge.configuration.cache)
     }
 

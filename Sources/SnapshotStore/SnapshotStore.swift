@@ -401,6 +401,11 @@ public final class SnapshotStore: Sendable {
         }
     }
 
+    /// Snapshot versions stored, all hosts together.
+    public func versionCount() throws -> Int {
+        try pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM snapshot") ?? 0 }
+    }
+
     /// `PRAGMA integrity_check` is "ok".
     public func integrityCheck() throws -> Bool {
         try pool.read { db in try String.fetchOne(db, sql: "PRAGMA integrity_check") == "ok" }
