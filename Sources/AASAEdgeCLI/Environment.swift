@@ -33,6 +33,7 @@ enum EnvironmentDefaults {
         Option(flag: "allow-domain", kind: .repeatable),
         Option(flag: "refetch-concurrency", kind: .value),
         Option(flag: "memory-cache-mb", kind: .value),
+        Option(flag: "ledger-retention-days", kind: .value),
         Option(flag: "admin-token", kind: .value),
     ]
 

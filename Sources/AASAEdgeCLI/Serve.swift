@@ -51,6 +51,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("memory-cache-mb"), help: "Bound of the in-memory copy of bodies; least recently used hosts leave memory, never the store.")
     var memoryCacheMB = 64
 
+    @Option(name: .customLong("ledger-retention-days"), help: "Days the propagation ledger keeps served-version events.")
+    var ledgerRetentionDays: Double = 30
+
     @Option(name: .customLong("admin-token"), help: ArgumentHelp("Bearer token for /admin/v1. When absent: reuse <db folder>/admin-token, else generate one, write it there (mode 0600) and print it once.", valueName: "TOKEN"))
     var adminToken: String?
 
@@ -82,7 +85,7 @@ struct Serve: AsyncParsableCommand {
         let fetcher = OriginFetcher(configuration: fetcherConfiguration)
         let edge = Edge(configuration: EdgeConfiguration(cache: CacheConfiguration(ttl: ttl, failureTTL: failureTTL, staleIfError: staleIfError),
                                                          allowDomains: allowDomain, refetchConcurrency: refetchConcurrency,
-                                                         memoryCacheMB: memoryCacheMB),
+                                                         memoryCacheMB: memoryCacheMB, ledgerRetentionDays: ledgerRetentionDays),
                         store: store, fetcher: fetcher, logger: logger)
         let listenHost = host
         let app = EdgeServer.application(edge: edge, adminToken: token, host: host, port: port, logger: logger,

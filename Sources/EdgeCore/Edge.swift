@@ -13,9 +13,12 @@ public struct EdgeConfiguration: Sendable {
     /// `--memory-cache-mb`: bodies held in memory; least recently used hosts leave memory (never
     /// the store) and are read back from the store when next asked for.
     public var memoryBudgetBytes: Int
+    /// `--ledger-retention-days`, in seconds.
+    public var ledgerRetention: Double
 
     public init(cache: CacheConfiguration = CacheConfiguration(), allowDomains: [String] = [], refetchConcurrency: Int = 64,
-                memoryCacheMB: Int = 64) {
+                memoryCacheMB: Int = 64, ledgerRetentionDays: Double = 30) {
+        ledgerRetention = ledgerRetentionDays * 86_400
         self.cache = cache
         self.allowDomains = allowDomains.map { $0.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: ".")) }
         self.refetchConcurrency = refetchConcurrency
@@ -127,7 +130,16 @@ public final class Edge: Sendable {
         self.logger = logger
         limiter = AsyncLimiter(limit: configuration.refetchConcurrency)
         entries = Locked(MemoryCache(budget: configuration.memoryBudgetBytes))
-        ledger = ServedLedger(store: store, logger: logger)
+        ledger = ServedLedger(store: store, logger: logger, retention: configuration.ledgerRetention, clock: clock)
+    }
+
+    /// The propagation ledger of a host (admin API shape); nil when the host is unknown.
+    public func propagation(_ host: OriginHost) throws -> JSONValue? {
+        ledger.flush()
+        let key = host.description
+        guard try store.host(key) != nil else { return nil }
+        let versions = Propagation.versions(fetches: try store.fetches(host: key, limit: 100_000), served: try store.served(host: key))
+        return Propagation.json(domain: key, versions)
     }
 
     /// Brings the gauges up to date (before a scrape).

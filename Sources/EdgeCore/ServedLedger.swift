@@ -1,3 +1,4 @@
+import CachePolicy
 import Foundation
 import Logging
 import SnapshotStore
@@ -14,13 +15,20 @@ final class ServedLedger: Sendable {
     private let buffer = Locked<(events: [ServedEvent], dropped: Int)>(([], 0))
     private let writer = Locked<Task<Void, Never>?>(nil)
 
-    init(store: SnapshotStore, logger: Logger) {
+    /// Served events older than this many seconds are deleted (checked every ten minutes).
+    private let retention: Double
+
+    init(store: SnapshotStore, logger: Logger, retention: Double, clock: any WallClock) {
         self.store = store
         self.logger = logger
+        self.retention = retention
         let task = Task { [weak self] in
+            var ticks = 0
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(1))
                 self?.flush()
+                ticks += 1
+                if ticks % 600 == 1 { self?.prune(now: clock.now()) }
             }
         }
         writer.withLock { $0 = task }
@@ -48,6 +56,15 @@ final class ServedLedger: Sendable {
             try store.recordServed(events)
         } catch {
             logger.error("store write failed; served events lost", metadata: ["events": "\(events.count)", "error": "\(error)"])
+        }
+    }
+
+    func prune(now: Double) {
+        do {
+            let removed = try store.pruneServed(before: now - retention)
+            if removed > 0 { logger.info("ledger retention", metadata: ["removed": "\(removed)"]) }
+        } catch {
+            logger.error("ledger retention failed", metadata: ["error": "\(error)"])
         }
     }
 

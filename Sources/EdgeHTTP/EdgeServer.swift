@@ -187,6 +187,12 @@ struct AdminRoutes: Sendable {
             guard (1...1000).contains(limit) else { throw AdminError(.badRequest, "limit must be 1 to 1000") }
             return Response.json(.ok, try history { try HistoryViews.fetches(edge.snapshotStore, host: host.description, limit: limit) })
         }
+        group.get("/domains/:host/propagation") { request, context in
+            try authorize(request)
+            let host = try parseHost(context.parameters.get("host") ?? "")
+            guard let ledger = try history({ try edge.propagation(host) }) else { throw AdminError(.notFound, "unknown host \(host)") }
+            return Response.json(.ok, ledger)
+        }
         group.post("/releases") { request, context in
             try authorize(request)
             let body = try await request.body.collect(upTo: 1 << 20)

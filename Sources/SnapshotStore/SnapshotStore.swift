@@ -73,6 +73,17 @@ public struct LoggedFetch: Sendable, Equatable {
     public let version: Int?
     /// What started it: `request`, `refetch`, `release`, `background`.
     public let trigger: String
+
+    public init(at: Double, outcome: String, status: Int?, reason: String?, details: String?, durationMs: Double, version: Int?, trigger: String) {
+        self.at = at
+        self.outcome = outcome
+        self.status = status
+        self.reason = reason
+        self.details = details
+        self.durationMs = durationMs
+        self.version = version
+        self.trigger = trigger
+    }
 }
 
 /// A copy served to a client (the propagation ledger's raw material).
@@ -344,6 +355,15 @@ public final class SnapshotStore: Sendable {
             for event in events {
                 try statement.execute(arguments: [event.host, event.version, event.at, event.client])
             }
+        }
+    }
+
+    /// Drops served events older than `time` (ledger retention); returns how many.
+    @discardableResult
+    public func pruneServed(before time: Double) throws -> Int {
+        try pool.write { db in
+            try db.execute(sql: "DELETE FROM served WHERE at < ?", arguments: [time])
+            return db.changesCount
         }
     }
 

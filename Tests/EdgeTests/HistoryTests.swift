@@ -58,6 +58,16 @@ func runCLI(_ arguments: [String]) throws -> (Int32, String) {
         #expect(try edge.admin("GET", "/domains/unknown.lab.test/fetches").status == 404)
         #expect(try edge.admin("GET", "/domains/unknown.lab.test/snapshots").status == 404)
 
+        // The propagation ledger: served versions per client.
+        #expect(try edge.get("/a/v1/\(host)", headers: ["X-Client-ID": "phone"]).status == 200)
+        let ledger = try json(try edge.admin("GET", "/domains/\(host)/propagation"))
+        #expect(ledger["domain"] == .string(host))
+        let versions = (ledger["versions"]?.arrayValue ?? []).compactMap { $0.objectValue }
+        #expect(versions.map { $0["version"] } == [2, 1])
+        #expect(versions[0]["clients"]?.objectValue?["count"] == 1)
+        #expect(versions[0]["firstServedAt"] != .null && versions[0]["originLastSeenPrevious"] != .null)
+        #expect(try edge.admin("GET", "/domains/unknown.lab.test/propagation").status == 404)
+
         // The same views from the command line, on the store the edge is writing.
         let (status, text) = try runCLI(["history", host, "--db", db])
         #expect(status == 0)
