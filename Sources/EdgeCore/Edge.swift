@@ -238,8 +238,11 @@ public final class Edge: Sendable {
         let failure = stored.failure.map {
             FailureInfo(reason: $0.reason, details: $0.details, at: $0.at, originStatus: Self.statusCode(inReason: $0.reason))
         }
+        // Whether a copy exists is the store's fact, not whether its body is loaded: the admin
+        // views build entries without bodies.
+        let hasCopy = purge != .hard && stored.currentVersion != nil
         return HostEntry(snapshot: memory,
-                         state: CacheState(copyConfirmedAt: memory == nil ? nil : stored.confirmedAt, failedAt: failure?.at, purge: purge),
+                         state: CacheState(copyConfirmedAt: hasCopy ? stored.confirmedAt : nil, failedAt: failure?.at, purge: purge),
                          failure: failure, storedVersion: stored.currentVersion)
     }
 

@@ -60,7 +60,7 @@ struct ClientRoutes: Sendable {
 
     /// The ledger's client identity: `X-Client-ID`, else address + User-Agent.
     static func client(_ request: Request, _ context: EdgeRequestContext) -> String {
-        if let id = request.headers[HTTPField.Name("X-Client-ID")!], !id.isEmpty { return id }
+        if let id = request.headers[.clientID], !id.isEmpty { return id }
         let address = context.remoteAddress?.ipAddress ?? "unknown"
         return address + " " + (request.headers[.userAgent] ?? "")
     }
@@ -87,16 +87,16 @@ struct ClientRoutes: Sendable {
     static func response(_ reply: EdgeReply, host: OriginHost, request: Request, cache: CacheConfiguration) -> Response {
         var headers: HTTPFields = [:]
         headers[.date] = HTTPDate.now()
-        headers[HTTPField.Name("Apple-From")!] = host.originURL
+        headers[.appleFrom] = host.originURL
         switch reply {
         case .copy(let snapshot, let age, let outcome, let cacheStatus):
-            headers[HTTPField.Name("Apple-Origin-Format")!] = "json"
+            headers[.appleOriginFormat] = "json"
             headers[.cacheControl] = "max-age=\(Int(cache.ttl)),public"
             headers[.age] = String(age)
             headers[.eTag] = snapshot.etag
-            if let xCache = outcome.xCache { headers[HTTPField.Name("X-Cache")!] = xCache }
-            headers[HTTPField.Name("Cache-Status")!] = cacheStatus
-            headers[HTTPField.Name("AASA-Edge-Version")!] = String(snapshot.version)
+            if let xCache = outcome.xCache { headers[.xCache] = xCache }
+            headers[.cacheStatus] = cacheStatus
+            headers[.edgeVersion] = String(snapshot.version)
             if let condition = request.headers[.ifNoneMatch],
                condition.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == snapshot.etag || $0.trimmingCharacters(in: .whitespaces) == "*" }) {
                 return Response(status: .notModified, headers: headers)
@@ -105,13 +105,13 @@ struct ClientRoutes: Sendable {
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: snapshot.body)))
         case .failure(let failure, let age, let outcome, let cacheStatus):
             headers[.contentType] = "text/plain; charset=utf-8"
-            headers[HTTPField.Name("Apple-Failure-Reason")!] = failure.reason
-            headers[HTTPField.Name("Apple-Failure-Details")!] = failure.details
-            headers[HTTPField.Name("Apple-Try-Direct")!] = failure.tryDirect ? "true" : "false"
+            headers[.appleFailureReason] = failure.reason
+            headers[.appleFailureDetails] = failure.details
+            headers[.appleTryDirect] = failure.tryDirect ? "true" : "false"
             headers[.cacheControl] = "max-age=\(Int(cache.failureTTL)),public"
             headers[.age] = String(age)
-            if let xCache = outcome.xCache { headers[HTTPField.Name("X-Cache")!] = xCache }
-            headers[HTTPField.Name("Cache-Status")!] = cacheStatus
+            if let xCache = outcome.xCache { headers[.xCache] = xCache }
+            headers[.cacheStatus] = cacheStatus
             return Response(status: .notFound, headers: headers, body: .init(byteBuffer: ByteBuffer(string: "Not Found\n")))
         }
     }
@@ -288,6 +288,19 @@ extension Response {
         Response(status: status, headers: [.contentType: "application/json"],
                  body: .init(byteBuffer: ByteBuffer(string: JSONWriter.string(value) + "\n")))
     }
+}
+
+/// Header names of Apple's CDN and of the edge, parsed once rather than per response.
+extension HTTPField.Name {
+    static let clientID = Self("X-Client-ID")!
+    static let appleFrom = Self("Apple-From")!
+    static let appleOriginFormat = Self("Apple-Origin-Format")!
+    static let xCache = Self("X-Cache")!
+    static let cacheStatus = Self("Cache-Status")!
+    static let edgeVersion = Self("AASA-Edge-Version")!
+    static let appleFailureReason = Self("Apple-Failure-Reason")!
+    static let appleFailureDetails = Self("Apple-Failure-Details")!
+    static let appleTryDirect = Self("Apple-Try-Direct")!
 }
 
 /// The `Date` header value, formatted once per second.

@@ -210,7 +210,7 @@ final class Transfer: @unchecked Sendable {
                 phase = "dns"
             }
             let seconds = String(format: "%g", timings.total.rounded(toPlaces: 1))
-            return failure(.timeout, [JSONMember("cause", .string("timed out after \(seconds) s while awaiting \(phase == "headers" ? "headers" : phase)")),
+            return failure(.timeout, [JSONMember("cause", .string("timed out after \(seconds) s while awaiting \(phase)")),
                                       JSONMember("phase", .string(phase))])
         }
         if let refusedAddress {

@@ -208,14 +208,11 @@ public final class SnapshotStore: Sendable {
     public func host(_ name: String) throws -> (StoredHost, StoredSnapshot?)? {
         try pool.read { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT * FROM host WHERE name = ?", arguments: [name]) else { return nil }
-            let host = Self.host(row, appIDs: [])
-            var snapshot: StoredSnapshot?
-            if let version = host.currentVersion {
-                snapshot = try Row.fetchOne(db, sql: "SELECT * FROM snapshot WHERE host = ? AND version = ?", arguments: [name, version])
-                    .map(Self.snapshot)
+            let version: Int? = row["currentVersion"]
+            let snapshot = try version.flatMap {
+                try Row.fetchOne(db, sql: "SELECT * FROM snapshot WHERE host = ? AND version = ?", arguments: [name, $0]).map(Self.snapshot)
             }
-            return (StoredHost(name: host.name, currentVersion: host.currentVersion, confirmedAt: host.confirmedAt,
-                               failure: host.failure, purge: host.purge, appIDs: snapshot?.appIDs ?? []), snapshot)
+            return (Self.host(row, appIDs: snapshot?.appIDs ?? []), snapshot)
         }
     }
 

@@ -225,6 +225,9 @@ func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) rethrows
         usleep(1_100_000)
         let second = try startEdge(hosts: [host], db: db, extra: ["--ttl", "600"])
         defer { second.stop() }
+        // Before any request loads the body, the admin view already knows the copy is fresh.
+        let listed = try #require(try json(try second.admin("GET", "/domains"))["domains"]?.arrayValue?.first?.objectValue)
+        #expect(listed["state"] == "fresh" && listed["version"] == 1 && listed["fetchedAt"] != .null)
         let r = try second.get("/a/v1/\(host)")
         #expect(r.status == 200)
         #expect(r["x-cache"] == "hit-fresh")
