@@ -37,7 +37,9 @@ enum EnvironmentDefaults {
         Option(flag: "admin-token", kind: .value),
     ]
 
-    static let bySubcommand: [String: [Option]] = ["fetch": fetchOptions, "serve": serveOptions]
+    static let probeOptions: [Option] = [Option(flag: "db", kind: .value)] + fetchOptions
+
+    static let bySubcommand: [String: [Option]] = ["fetch": fetchOptions, "serve": serveOptions, "probe": probeOptions]
 
     /// The lines `--help` shows for a subcommand's variables.
     static func help(for subcommand: String) -> String {

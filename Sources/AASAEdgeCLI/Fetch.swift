@@ -70,12 +70,7 @@ struct Fetch: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        let originHost: OriginHost
-        do {
-            originHost = try OriginHost(host)
-        } catch {
-            throw CLIFailure.usage("invalid host '\(host)': \(error.reason)")
-        }
+        let originHost = try StoreReader.originHost(host)
         let fetcher = OriginFetcher(configuration: try origin.checkedConfiguration())
         let result = await fetcher.fetch(originHost)
         fetcher.shutdown()

@@ -16,13 +16,25 @@ enum StoreReader {
         }
     }
 
-    static func host(_ text: String) throws(CLIFailure) -> String {
+    /// Opens the store, creating it (and its folders) when missing: what `serve` and `probe` write.
+    static func openOrCreate(_ path: String) throws(CLIFailure) -> SnapshotStore {
         do {
-            return try OriginHost(text).description
+            return try SnapshotStore(path: path)
+        } catch {
+            throw .io("cannot open the store \(path): \(error)")
+        }
+    }
+
+    /// A host argument, checked by the contract's rules (a usage error when malformed).
+    static func originHost(_ text: String) throws(CLIFailure) -> OriginHost {
+        do {
+            return try OriginHost(text)
         } catch {
             throw .usage("invalid host '\(text)': \(error.reason)")
         }
     }
+
+    static func host(_ text: String) throws(CLIFailure) -> String { try originHost(text).description }
 
     static func failure(_ error: Error) -> CLIFailure {
         if let problem = error as? HistoryViews.Problem { return .bad(problem.description) }

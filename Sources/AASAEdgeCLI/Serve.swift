@@ -75,12 +75,7 @@ struct Serve: AsyncParsableCommand {
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         let fetcherConfiguration = try origin.checkedConfiguration()
-        let store: SnapshotStore
-        do {
-            store = try SnapshotStore(path: db)
-        } catch {
-            throw CLIFailure.io("cannot open the store \(db): \(error)")
-        }
+        let store = try StoreReader.openOrCreate(db)
         let token = try AdminToken.resolve(given: adminToken, storePath: db)
         let fetcher = OriginFetcher(configuration: fetcherConfiguration)
         let edge = Edge(configuration: EdgeConfiguration(cache: CacheConfiguration(ttl: ttl, failureTTL: failureTTL, staleIfError: staleIfError),

@@ -161,3 +161,33 @@ enum StatusPhrase {
         }
     }
 }
+
+/// What a plain GET of a URL saw: the probe's view of a CDN. No policy is applied to it.
+public struct HTTPObservation: Sendable {
+    /// Bodies beyond this are not kept (a CDN serving AASA files never comes near it).
+    public static let maximumBodySize = 1 << 20
+
+    public let url: String
+    /// nil when no complete response arrived (see `error`).
+    public let status: Int?
+    /// Response header fields, names lower-cased (the last of repeated fields).
+    public let headers: [String: String]
+    public let body: [UInt8]
+    /// Why no complete response arrived, or nil.
+    public let error: String?
+    public let durationMs: Double
+    public let startedAt: Double
+
+    public init(url: String, status: Int?, headers: [String: String], body: [UInt8], error: String?, durationMs: Double, startedAt: Double) {
+        self.url = url
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.error = error
+        self.durationMs = durationMs
+        self.startedAt = startedAt
+    }
+
+    /// The body's SHA-256 (hex), for a 200 answer.
+    public var sha256: String? { status == 200 ? SHA256.hex(body) : nil }
+}

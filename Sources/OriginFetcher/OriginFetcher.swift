@@ -88,6 +88,15 @@ public final class OriginFetcher: Sendable {
         }
     }
 
+    /// A plain GET of `url` (http or https, any address, system CA store, no redirects): how the
+    /// probe looks at a CDN. Never throws; transport problems are in `HTTPObservation.error`.
+    public func observe(_ url: String, timeout: Double, headers: [String] = []) async -> HTTPObservation {
+        await withCheckedContinuation { continuation in
+            loop.submit(Transfer(observing: url, timeout: timeout, extraHeaders: headers,
+                                 completion: { continuation.resume(returning: $0) }))
+        }
+    }
+
     /// Finishes in-flight fetches' bookkeeping and stops the loop thread.
     public func shutdown() { loop.stop() }
 

@@ -5,11 +5,19 @@ import Foundation
 /// One origin fetch: an easy handle, its options, what its callbacks collected, and the mapping
 /// of how it ended to a `FetchResult`. Confined to the loop thread once submitted.
 final class Transfer: @unchecked Sendable {
+    /// Who hears how it ended: an origin fetch, or a plain observing GET (the probe's CDN side).
+    enum Completion {
+        case origin(OriginHost, @Sendable (FetchResult) -> Void)
+        case observe(@Sendable (HTTPObservation) -> Void)
+    }
+
     let easy: UnsafeMutableRawPointer
-    let host: OriginHost
     let url: String
-    private let completion: @Sendable (FetchResult) -> Void
+    private let completion: Completion
     private let allowAnyAddress: Bool
+    private let bodyLimit: Int
+    /// Origin fetches keep only a 200's body; observations keep every body.
+    private let keepsAnyBody: Bool
     private let startedAt = Date().timeIntervalSince1970
     private var lists: [UnsafeMutablePointer<curl_slist>] = []
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
@@ -26,12 +34,34 @@ final class Transfer: @unchecked Sendable {
     /// The TLS handshake began, so TCP was connected (curl's CONNECT_TIME covers TCP and TLS).
     fileprivate var handshakeStarted = false
 
-    init(host: OriginHost, configuration: FetcherConfiguration, validators: Validators?,
-         completion: @escaping @Sendable (FetchResult) -> Void) {
-        self.host = host
-        url = host.originURL
+    /// An origin fetch: HTTPS only, the address policy, the contract's size cap.
+    convenience init(host: OriginHost, configuration: FetcherConfiguration, validators: Validators?,
+                     completion: @escaping @Sendable (FetchResult) -> Void) {
+        var requestHeaders = ["Accept: application/json"]
+        if let etag = validators?.etag { requestHeaders.append("If-None-Match: \(etag)") }
+        if let lastModified = validators?.lastModified { requestHeaders.append("If-Modified-Since: \(lastModified)") }
+        self.init(url: host.originURL, protocols: "https", timeout: configuration.timeout,
+                  allowAnyAddress: configuration.allowPrivateOrigins || configuration.isConnectToTarget(host),
+                  bodyLimit: FetcherConfiguration.maximumBodySize, keepsAnyBody: false, caFile: configuration.caFile,
+                  connectTo: configuration.connectTo, resolve: configuration.resolve, requestHeaders: requestHeaders,
+                  completion: .origin(host, completion))
+    }
+
+    /// A plain GET of any http(s) URL, no address policy: what a client of a CDN sees.
+    convenience init(observing url: String, timeout: Double, extraHeaders: [String],
+                     completion: @escaping @Sendable (HTTPObservation) -> Void) {
+        self.init(url: url, protocols: "http,https", timeout: timeout, allowAnyAddress: true,
+                  bodyLimit: HTTPObservation.maximumBodySize, keepsAnyBody: true, caFile: nil, connectTo: [], resolve: [],
+                  requestHeaders: ["Accept: application/json"] + extraHeaders, completion: .observe(completion))
+    }
+
+    private init(url: String, protocols: String, timeout: Double, allowAnyAddress: Bool, bodyLimit: Int, keepsAnyBody: Bool,
+                 caFile: String?, connectTo: [String], resolve: [String], requestHeaders: [String], completion: Completion) {
+        self.url = url
         self.completion = completion
-        allowAnyAddress = configuration.allowPrivateOrigins || configuration.isConnectToTarget(host)
+        self.allowAnyAddress = allowAnyAddress
+        self.bodyLimit = bodyLimit
+        self.keepsAnyBody = keepsAnyBody
         easy = curl_easy_init()!
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         // The callbacks find this object through userdata; keep it alive until `finish`.
@@ -40,26 +70,23 @@ final class Transfer: @unchecked Sendable {
         let me = unmanaged.toOpaque()
 
         _ = aasa_curl_setopt_string(easy, CURLOPT_URL, url)
-        _ = aasa_curl_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "https")
-        _ = aasa_curl_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "https")
+        _ = aasa_curl_setopt_string(easy, CURLOPT_PROTOCOLS_STR, protocols)
+        _ = aasa_curl_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, protocols)
         _ = aasa_curl_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0)
         _ = aasa_curl_setopt_long(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1)
         _ = aasa_curl_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
-        let timeoutMs = max(1, Int((configuration.timeout * 1000).rounded()))
+        let timeoutMs = max(1, Int((timeout * 1000).rounded()))
         _ = aasa_curl_setopt_long(easy, CURLOPT_TIMEOUT_MS, timeoutMs)
         _ = aasa_curl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, timeoutMs)
         _ = aasa_curl_setopt_string(easy, CURLOPT_USERAGENT, FetcherConfiguration.userAgent)
-        _ = aasa_curl_setopt_off_t(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(FetcherConfiguration.maximumBodySize))
+        _ = aasa_curl_setopt_off_t(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(bodyLimit))
         _ = aasa_curl_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
         _ = aasa_curl_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
-        if let caFile = configuration.caFile { _ = aasa_curl_setopt_string(easy, CURLOPT_CAINFO, caFile) }
+        if let caFile { _ = aasa_curl_setopt_string(easy, CURLOPT_CAINFO, caFile) }
 
-        var requestHeaders = ["Accept: application/json"]
-        if let etag = validators?.etag { requestHeaders.append("If-None-Match: \(etag)") }
-        if let lastModified = validators?.lastModified { requestHeaders.append("If-Modified-Since: \(lastModified)") }
         setList(CURLOPT_HTTPHEADER, requestHeaders)
-        if !configuration.connectTo.isEmpty { setList(CURLOPT_CONNECT_TO, configuration.connectTo) }
-        if !configuration.resolve.isEmpty { setList(CURLOPT_RESOLVE, configuration.resolve) }
+        if !connectTo.isEmpty { setList(CURLOPT_CONNECT_TO, connectTo) }
+        if !resolve.isEmpty { setList(CURLOPT_RESOLVE, resolve) }
 
         _ = aasa_curl_setopt_write_callback(easy, CURLOPT_WRITEFUNCTION, writeCallback)
         _ = aasa_curl_setopt_pointer(easy, CURLOPT_WRITEDATA, me)
@@ -89,8 +116,8 @@ final class Transfer: @unchecked Sendable {
     // MARK: callbacks
 
     fileprivate func receive(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
-        if status == 200 || status == nil {
-            if body.count + bytes.count > FetcherConfiguration.maximumBodySize {
+        if keepsAnyBody || status == 200 || status == nil {
+            if body.count + bytes.count > bodyLimit {
                 exceededCap = true
                 return 0  // stop reading at the cap
             }
@@ -139,18 +166,34 @@ final class Transfer: @unchecked Sendable {
 
     /// Called on the loop thread when curl is done with the handle.
     func finish(code: CURLcode) {
-        let result = makeResult(code: code)
+        switch completion {
+        case .origin(let host, let handler):
+            let result = makeResult(host: host, code: code)
+            release()
+            handler(result)
+        case .observe(let handler):
+            let observation = makeObservation(code: code)
+            release()
+            handler(observation)
+        }
+    }
+
+    private func release() {
         retained?.release()
         retained = nil
-        completion(result)
     }
 
     /// The loop was stopped before the transfer started.
     func finishWithoutRunning() {
-        retained?.release()
-        retained = nil
-        let failure = OriginFailure(code: .connectionFailed, details: JSONObject([JSONMember("cause", "the fetcher was shut down")]))
-        completion(result(.failed(failure), timings: FetchTimings()))
+        release()
+        switch completion {
+        case .origin(let host, let handler):
+            let failure = OriginFailure(code: .connectionFailed, details: JSONObject([JSONMember("cause", "the fetcher was shut down")]))
+            handler(result(host: host, .failed(failure), timings: FetchTimings()))
+        case .observe(let handler):
+            handler(HTTPObservation(url: url, status: nil, headers: [:], body: [], error: "the fetcher was shut down",
+                                    durationMs: 0, startedAt: startedAt))
+        }
     }
 
     private func info(_ item: CURLINFO) -> Double {
@@ -168,16 +211,27 @@ final class Transfer: @unchecked Sendable {
         return connects == 0 && ip.map { $0.pointee != 0 } == true
     }
 
-    private var curlMessage: String {
+    private func curlMessage(_ code: CURLcode) -> String {
         let text = String(cString: errorBuffer)
-        return text.isEmpty ? String(cString: curl_easy_strerror(CURLE_OK)) : text
+        return text.isEmpty ? String(cString: curl_easy_strerror(code)) : text
     }
 
-    private func makeResult(code: CURLcode) -> FetchResult {
+    private func makeObservation(code: CURLcode) -> HTTPObservation {
+        let complete = code == CURLE_OK && headersComplete
+        var error: String?
+        if !complete {
+            error = exceededCap || code == CURLE_FILESIZE_EXCEEDED ? "the body is larger than \(bodyLimit) bytes" : curlMessage(code)
+        }
+        return HTTPObservation(url: url, status: complete ? status : nil, headers: complete ? headers : [:],
+                               body: complete ? body : [], error: error,
+                               durationMs: info(CURLINFO_TOTAL_TIME_T) * 1000, startedAt: startedAt)
+    }
+
+    private func makeResult(host: OriginHost, code: CURLcode) -> FetchResult {
         let timings = FetchTimings(dns: info(CURLINFO_NAMELOOKUP_TIME_T), connect: info(CURLINFO_CONNECT_TIME_T),
                                    tls: info(CURLINFO_APPCONNECT_TIME_T), firstByte: info(CURLINFO_STARTTRANSFER_TIME_T),
                                    total: info(CURLINFO_TOTAL_TIME_T))
-        return result(outcome(code: code, timings: timings), timings: timings)
+        return result(host: host, outcome(code: code, timings: timings), timings: timings)
     }
 
     /// The contract's precedence: once a non-200 status line has arrived, 00101; for a 200 (or
@@ -219,15 +273,15 @@ final class Transfer: @unchecked Sendable {
         switch code {
         case CURLE_OK: break
         case CURLE_COULDNT_RESOLVE_HOST:
-            return failure(.dnsFailure, [JSONMember("cause", .string(curlMessage))])
+            return failure(.dnsFailure, [JSONMember("cause", .string(curlMessage(code)))])
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
              CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH,
              CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_CRL_BADFILE, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED,
              CURLE_USE_SSL_FAILED, CURLE_SSL_SHUTDOWN_FAILED:
-            return failure(.tlsFailure, [JSONMember("cause", .string(curlMessage))])
+            return failure(.tlsFailure, [JSONMember("cause", .string(curlMessage(code)))])
         default:
             // Refused, reset, closed mid-body, nothing received, or anything else on the wire.
-            return failure(.connectionFailed, [JSONMember("cause", .string(curlMessage))])
+            return failure(.connectionFailed, [JSONMember("cause", .string(curlMessage(code)))])
         }
         guard status == 200 else {
             return failure(.connectionFailed, [JSONMember("cause", "the connection closed without a response")])
@@ -253,7 +307,7 @@ final class Transfer: @unchecked Sendable {
         }
     }
 
-    private func result(_ outcome: FetchOutcome, timings: FetchTimings) -> FetchResult {
+    private func result(host: OriginHost, _ outcome: FetchOutcome, timings: FetchTimings) -> FetchResult {
         var ip: UnsafePointer<CChar>?
         _ = aasa_curl_getinfo_string(easy, CURLINFO_PRIMARY_IP, &ip)
         var port = 0

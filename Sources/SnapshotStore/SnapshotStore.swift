@@ -199,6 +199,34 @@ public final class SnapshotStore: Sendable {
             try db.execute(sql: "ALTER TABLE host ADD COLUMN expiresAt REAL")
             try db.execute(sql: "ALTER TABLE host ADD COLUMN failureUntil REAL")
         }
+        migrator.registerMigration("v3 probe and readiness") { db in
+            try db.execute(sql: """
+                CREATE TABLE probe_run (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    host TEXT NOT NULL,
+                    cdnURL TEXT NOT NULL,
+                    interval REAL NOT NULL,
+                    startedAt REAL NOT NULL
+                );
+                CREATE TABLE probe_observation (
+                    run INTEGER NOT NULL REFERENCES probe_run(id),
+                    at REAL NOT NULL,
+                    source TEXT NOT NULL CHECK (source IN ('origin', 'cdn')),
+                    status INTEGER,
+                    sha256 TEXT,
+                    canonicalSha256 TEXT,
+                    age INTEGER,
+                    cacheControl TEXT,
+                    xCache TEXT,
+                    failureReason TEXT,
+                    failureDetails TEXT,
+                    error TEXT,
+                    durationMs REAL NOT NULL
+                );
+                CREATE INDEX probe_observation_by_run ON probe_observation(run, at);
+                CREATE TABLE readiness (id INTEGER PRIMARY KEY CHECK (id = 1), checkedAt REAL NOT NULL);
+                """)
+        }
         return migrator
     }
 
@@ -426,5 +454,81 @@ public final class SnapshotStore: Sendable {
     /// `PRAGMA integrity_check` is "ok".
     public func integrityCheck() throws -> Bool {
         try pool.read { db in try String.fetchOne(db, sql: "PRAGMA integrity_check") == "ok" }
+    }
+
+    /// Proves the store is writable now: one small committed write (what `/readyz` checks).
+    public func checkWritable(at: Double) throws {
+        try pool.write { db in
+            try db.execute(sql: "INSERT INTO readiness (id, checkedAt) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET checkedAt = excluded.checkedAt",
+                           arguments: [at])
+        }
+    }
+
+    // MARK: probe
+
+    /// Starts a probe run and returns its id.
+    public func startProbeRun(host: String, cdnURL: String, interval: Double, at: Double) throws -> Int64 {
+        try pool.write { db in
+            try db.execute(sql: "INSERT INTO probe_run (host, cdnURL, interval, startedAt) VALUES (?, ?, ?, ?)",
+                           arguments: [host, cdnURL, interval, at])
+            return db.lastInsertedRowID
+        }
+    }
+
+    public func recordProbeObservation(run: Int64, _ o: ProbeRecord) throws {
+        try pool.write { db in
+            try db.execute(sql: """
+                INSERT INTO probe_observation (run, at, source, status, sha256, canonicalSha256, age, cacheControl, xCache,
+                    failureReason, failureDetails, error, durationMs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [run, o.at, o.source, o.status, o.sha256, o.canonicalSha256, o.age, o.cacheControl, o.xCache,
+                                 o.failureReason, o.failureDetails, o.error, o.durationMs])
+        }
+    }
+
+    /// A run's observations in time order.
+    public func probeObservations(run: Int64) throws -> [ProbeRecord] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM probe_observation WHERE run = ? ORDER BY at, rowid", arguments: [run]).map {
+                ProbeRecord(at: $0["at"], source: $0["source"], status: $0["status"], sha256: $0["sha256"],
+                            canonicalSha256: $0["canonicalSha256"], age: $0["age"], cacheControl: $0["cacheControl"],
+                            xCache: $0["xCache"], failureReason: $0["failureReason"], failureDetails: $0["failureDetails"],
+                            error: $0["error"], durationMs: $0["durationMs"])
+            }
+        }
+    }
+}
+
+/// One observation of a probe run: the origin or the CDN at one moment.
+public struct ProbeRecord: Sendable, Equatable {
+    public let at: Double
+    /// `origin` or `cdn`.
+    public let source: String
+    public let status: Int?
+    public let sha256: String?
+    /// SHA-256 of the body's canonical JSON (sorted keys, no whitespace), in case a CDN re-serialises.
+    public let canonicalSha256: String?
+    public let age: Int?
+    public let cacheControl: String?
+    public let xCache: String?
+    public let failureReason: String?
+    public let failureDetails: String?
+    /// A transport problem (no response), or the origin failure's description.
+    public let error: String?
+    public let durationMs: Double
+
+    public init(at: Double, source: String, status: Int?, sha256: String?, canonicalSha256: String?, age: Int?, cacheControl: String?,
+                xCache: String?, failureReason: String?, failureDetails: String?, error: String?, durationMs: Double) {
+        self.at = at
+        self.source = source
+        self.status = status
+        self.sha256 = sha256
+        self.canonicalSha256 = canonicalSha256
+        self.age = age
+        self.cacheControl = cacheControl
+        self.xCache = xCache
+        self.failureReason = failureReason
+        self.failureDetails = failureDetails
+        self.error = error
+        self.durationMs = durationMs
     }
 }
