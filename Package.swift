@@ -64,7 +64,7 @@ let package = Package(
         .testTarget(name: "OriginFetcherTests", dependencies: ["OriginFetcher", "AASAEngine", "TestOrigin"]),
         .testTarget(name: "CachePolicyTests", dependencies: ["CachePolicy"]),
         .testTarget(name: "SnapshotStoreTests", dependencies: ["SnapshotStore"]),
-        .testTarget(name: "EdgeCoreTests", dependencies: ["AASAEngine", "EdgeCore", "CachePolicy", "SnapshotStore"]),
+        .testTarget(name: "EdgeCoreTests", dependencies: ["AASAEngine", "EdgeCore", "CachePolicy", "SnapshotStore", "TestOrigin"]),
         .testTarget(name: "EdgeTests", dependencies: ["AASAEngine", "OriginFetcher", "SnapshotStore", "TestOrigin"]),
         .testTarget(name: "AASAEdgeCLITests", dependencies: ["AASAEngine", "TestOrigin"]),
     ]

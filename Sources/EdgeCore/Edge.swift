@@ -135,11 +135,20 @@ public final class Edge: Sendable {
 
     /// The propagation ledger of a host (admin API shape); nil when the host is unknown.
     public func propagation(_ host: OriginHost) throws -> JSONValue? {
+        try propagationVersions(host).map { Propagation.json(domain: host.description, $0) }
+    }
+
+    /// The propagation ledger of a host, newest version first (nil for an unknown host).
+    public func propagationVersions(_ host: OriginHost) throws -> [VersionPropagation]? {
         ledger.flush()
         let key = host.description
         guard try store.host(key) != nil else { return nil }
-        let versions = Propagation.versions(fetches: try store.fetches(host: key, limit: 100_000), served: try store.served(host: key))
-        return Propagation.json(domain: key, versions)
+        return Propagation.versions(fetches: try store.fetches(host: key, limit: 100_000), served: try store.served(host: key))
+    }
+
+    /// The store accepts a write now (`/readyz`); the error says why not.
+    public func checkReady() throws {
+        try store.checkWritable(at: clock.now())
     }
 
     /// Brings the gauges up to date (before a scrape).

@@ -1,18 +1,9 @@
 import Foundation
 import SnapshotStore
 
-/// Minimal SVG drawing shared by the probe plot and the dashboard's propagation timeline.
-struct SVGCanvas {
-    let width: Double
-    let height: Double
-    private(set) var body = ""
-
-    init(width: Double, height: Double) {
-        self.width = width
-        self.height = height
-    }
-
-    static func escape(_ text: String) -> String {
+/// Text for HTML and SVG: the five markup characters escaped, control characters replaced.
+public enum Markup {
+    public static func escape(_ text: String) -> String {
         var out = ""
         for c in text.unicodeScalars {
             switch c {
@@ -28,6 +19,20 @@ struct SVGCanvas {
         }
         return out
     }
+}
+
+/// Minimal SVG drawing shared by the probe plot and the dashboard's propagation timeline.
+struct SVGCanvas {
+    let width: Double
+    let height: Double
+    private(set) var body = ""
+
+    init(width: Double, height: Double) {
+        self.width = width
+        self.height = height
+    }
+
+    static func escape(_ text: String) -> String { Markup.escape(text) }
 
     private static func n(_ value: Double) -> String { String(format: "%.1f", value) }
 

@@ -71,7 +71,7 @@ public enum Propagation {
     }
 
     /// Nearest-rank percentile of sorted values.
-    static func percentile(_ sorted: [Double], _ p: Double) -> Double? {
+    public static func percentile(_ sorted: [Double], _ p: Double) -> Double? {
         guard !sorted.isEmpty else { return nil }
         let rank = Int((p / 100 * Double(sorted.count)).rounded(.up))
         return sorted[min(max(rank, 1), sorted.count) - 1]

@@ -25,13 +25,21 @@ public enum EdgeServer {
             router.head(RouterPath(path)) { request, context in await client.hostRouted(request, context).createHeadResponse() }
         }
         router.get("/healthz") { _, _ in Response.text(.ok, "ok\n") }
-        router.get("/readyz") { _, _ in Response.text(.ok, "ready\n") }
+        router.get("/readyz") { _, _ in
+            do {
+                try edge.checkReady()
+                return Response.text(.ok, "ready\n")
+            } catch {
+                return Response.text(.serviceUnavailable, "not ready: the store is not writable: \(error)\n")
+            }
+        }
         router.get("/metrics") { _, _ in
             edge.updateGauges()
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                             body: .init(byteBuffer: ByteBuffer(bytes: metricsText())))
         }
         AdminRoutes(edge: edge, token: adminToken).register(on: router.group("/admin/v1"))
+        DashboardRoutes(edge: edge, token: adminToken).register(on: router)
         return Application(
             router: router,
             configuration: ApplicationConfiguration(address: .hostname(host, port: port), backlog: 2048),
@@ -235,10 +243,14 @@ struct AdminRoutes: Sendable {
     func authorize(_ request: Request) throws {
         let header = request.headers[.authorization] ?? ""
         let presented = header.hasPrefix("Bearer ") ? Array(header.utf8.dropFirst(7)) : []
-        let expected = Array(token.utf8)
+        guard Self.constantTimeEqual(presented, Array(token.utf8)) else { throw AdminError(.unauthorized, "missing or invalid bearer token") }
+    }
+
+    /// Equal bytes, in time that depends only on the expected length.
+    static func constantTimeEqual(_ presented: [UInt8], _ expected: [UInt8]) -> Bool {
         var difference = UInt8(presented.count == expected.count ? 0 : 1)
         for i in 0..<expected.count { difference |= expected[i] ^ (i < presented.count ? presented[i] : 0) }
-        guard difference == 0 else { throw AdminError(.unauthorized, "missing or invalid bearer token") }
+        return difference == 0
     }
 
     func parseHost(_ text: String) throws -> OriginHost {
@@ -318,6 +330,15 @@ enum HTTPDate {
             text = format(now)
         }
         return text
+    }
+
+    /// `2026-11-21 06:04:08Z`: the dashboard's readable UTC time.
+    static func iso(_ unix: Double) -> String {
+        var t = time_t(unix.rounded(.down))
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        return String(format: "%04d-%02d-%02d %02d:%02d:%02dZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
+                      parts.tm_hour, parts.tm_min, parts.tm_sec)
     }
 
     static func format(_ unix: Int) -> String {

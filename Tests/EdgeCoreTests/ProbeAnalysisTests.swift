@@ -1,6 +1,7 @@
 import AASAEngine
 import EdgeCore
 import SnapshotStore
+import TestOrigin
 import Testing
 
 /// The probe's change detection on scripted observations.
@@ -81,28 +82,6 @@ struct ProbeAnalysisTests {
         #expect(svg.contains("&lt;b&gt;&amp;c"))
         #expect(!svg.contains("<b>"))
         #expect(svg.contains("1.0 s"))  // the delay is labelled
-        #expect(XMLCheck.isBalanced(svg))
-    }
-}
-
-/// Tag balance of generated markup (no external parser on Linux needed).
-enum XMLCheck {
-    static func isBalanced(_ text: String, voidElements: Set<String> = []) -> Bool {
-        var stack: [String] = []
-        var rest = Substring(text)
-        while let open = rest.firstIndex(of: "<") {
-            guard let close = rest[open...].firstIndex(of: ">") else { return false }
-            let tag = rest[rest.index(after: open)..<close]
-            rest = rest[rest.index(after: close)...]
-            if tag.hasPrefix("!") || tag.hasPrefix("?") { continue }
-            let selfClosing = tag.hasSuffix("/")
-            let name = tag.drop { $0 == "/" }.prefix { !$0.isWhitespace && $0 != "/" }.lowercased()
-            if tag.hasPrefix("/") {
-                guard stack.popLast() == name else { return false }
-            } else if !selfClosing && !voidElements.contains(name) {
-                stack.append(name)
-            }
-        }
-        return stack.isEmpty
+        #expect(MarkupCheck.isBalanced(svg))
     }
 }

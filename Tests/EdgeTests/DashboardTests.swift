@@ -1,0 +1,92 @@
+import AASAEngine
+import Foundation
+import TestOrigin
+import Testing
+
+/// The HTML dashboard through the real binary: sign-in, every link followed, escaping, and the
+/// session cookie's limits.
+@Suite(.serialized) struct DashboardTests {
+    static func links(_ html: String) -> [String] {
+        html.components(separatedBy: "href=\"").dropFirst().compactMap { $0.split(separator: "\"").first.map(String.init) }
+            .map { $0.replacingOccurrences(of: "&amp;", with: "&") }
+    }
+
+    @Test func signInFollowLinksAndEscape() throws {
+        let good = "dash.lab.test"
+        let hostile = "hostile.lab.test"
+        try origin.serve(good, body: aasaBody(path: "/one/*"))
+        try origin.set(hostile, ["status": 302, "headers": ["Location": "https://x.test/<script>alert(1)</script>"]])
+        let edge = try startEdge(hosts: [good, hostile])
+        defer { edge.stop() }
+        #expect(try edge.get("/a/v1/\(good)", headers: ["X-Client-ID": "c1"]).status == 200)
+        #expect(try edge.get("/a/v1/\(hostile)").status == 404)
+        try origin.serve(good, body: aasaBody(path: "/two/*"))
+        _ = try edge.admin("POST", "/domains/\(good)/refetch")
+        #expect(try edge.get("/a/v1/\(good)", headers: ["X-Client-ID": "c1"]).status == 200)
+
+        // Signed out: every page sends to the sign-in form.
+        for path in ["/", "/dashboard/hosts/\(good)", "/dashboard/hosts/\(good)/versions/1"] {
+            let response = try edge.get(path)
+            #expect(response.status == 303 && response["location"] == "/login", "\(path)")
+        }
+        let form = try edge.get("/login")
+        #expect(form.status == 200 && form.text.contains("name=\"token\"") && MarkupCheck.isBalanced(form.text))
+        let wrong = try TestHTTP.request(port: edge.port, method: "POST", path: "/login",
+                                         headers: ["Content-Type": "application/x-www-form-urlencoded"], body: "token=nope")
+        #expect(wrong.status == 401 && wrong["set-cookie"] == nil)
+
+        let login = try TestHTTP.request(port: edge.port, method: "POST", path: "/login",
+                                         headers: ["Content-Type": "application/x-www-form-urlencoded"], body: "token=\(edge.adminToken)")
+        #expect(login.status == 303 && login["location"] == "/")
+        let setCookie = try #require(login["set-cookie"])
+        #expect(setCookie.contains("HttpOnly") && setCookie.contains("SameSite=Strict"))
+        let cookie = try #require(setCookie.split(separator: ";").first.map(String.init))
+        #expect(!cookie.contains(edge.adminToken))  // the token itself is never the cookie
+        let signedIn = ["Cookie": cookie]
+
+        let home = try edge.get("/", headers: signedIn)
+        #expect(home.status == 200 && home["content-type"] == "text/html; charset=utf-8")
+        #expect(home["content-security-policy"]?.contains("default-src 'none'") == true)
+        #expect(MarkupCheck.isBalanced(home.text))
+        #expect(home.text.contains(good) && home.text.contains(hostile) && home.text.contains("SWCERR00101"))
+
+        // Follow every link from the home page, and every link of those pages, once.
+        var seen: Set<String> = []
+        var queue = Self.links(home.text).filter { $0.hasPrefix("/") }
+        var pages = 0
+        while let link = queue.first {
+            queue.removeFirst()
+            guard seen.insert(link).inserted else { continue }
+            let page = try edge.get(link, headers: signedIn)
+            #expect(page.status == 200, "\(link) → \(page.status)")
+            #expect(MarkupCheck.isBalanced(page.text), "\(link) is not well formed")
+            #expect(!page.text.contains("<script"), "\(link) carries unescaped markup")
+            pages += 1
+            queue += Self.links(page.text).filter { $0.hasPrefix("/dashboard/") && !seen.contains($0) }
+        }
+        // Home, two hosts, two versions of the good host, one diff (and the "back" links).
+        #expect(pages >= 6)
+        #expect(seen.contains("/dashboard/hosts/\(good)/diff?from=1&to=2"))
+        let detail = try edge.get("/dashboard/hosts/\(good)", headers: signedIn).text
+        #expect(detail.contains("<svg") && detail.contains("v2") && detail.contains("Fetch log"))
+        let diff = try edge.get("/dashboard/hosts/\(good)/diff?from=1&to=2", headers: signedIn).text
+        #expect(diff.contains("/two/*"))
+        let hostilePage = try edge.get("/dashboard/hosts/\(hostile)", headers: signedIn).text
+        #expect(hostilePage.contains("&lt;script&gt;"))
+
+        // The cookie opens the dashboard only; a forged one opens nothing.
+        #expect(try edge.get("/admin/v1/domains", headers: signedIn).status == 401)
+        #expect(try edge.get("/", headers: ["Cookie": "aasa_edge_session=\(edge.adminToken)"]).status == 303)
+        #expect(try edge.get("/dashboard/hosts/unknown.lab.test", headers: signedIn).status == 404)
+        let logout = try TestHTTP.request(port: edge.port, method: "POST", path: "/logout", headers: signedIn)
+        #expect(logout.status == 303 && logout["set-cookie"]?.contains("Max-Age=0") == true)
+    }
+
+    @Test func readinessWritesToTheStore() throws {
+        let edge = try startEdge(hosts: [])
+        defer { edge.stop() }
+        let ready = try edge.get("/readyz")
+        #expect(ready.status == 200 && ready.text == "ready\n")
+        #expect(try edge.get("/healthz").status == 200)
+    }
+}
