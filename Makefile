@@ -10,7 +10,7 @@ SHARED := ../shared/conformance
 EXAMPLE := examples/apple-overview.json
 EXAMPLE_APP := ABCDE12345.com.example.app
 
-.PHONY: all deps test-deps build release test run demo conformance bench clean
+.PHONY: all deps test-deps build release test run demo conformance bench deploy-check clean
 
 all: build
 
@@ -46,6 +46,13 @@ test: test-deps
 	$(SWIFT) test --skip-build
 	@if [ -f $(SHARED)/cases.json ]; then $(MAKE) --no-print-directory conformance; \
 	else echo "conformance: $(SHARED) not found, skipped"; fi
+	@$(MAKE) --no-print-directory deploy-check
+
+# Offline checks of deploy/: hadolint, systemd-analyze verify + exposure, kubernetes-validate
+# (strict, each manifest and the kustomize output), compose structure, and the variables and
+# dashboard metrics against the real binary. Tools that cannot be installed are reported skipped.
+deploy-check: build
+	BIN=$(BIN) bash scripts/deploy-check.sh
 
 # Runs the edge with the defaults: http://127.0.0.1:8080, store ./var/aasa-edge.sqlite (the admin
 # token is written beside it on first start). Extra flags: make run ARGS="--ttl 60 --allow-domain example.com".

@@ -70,7 +70,8 @@ enum EnvironmentDefaults {
             guard !given, let raw = environment[option.variable] else { continue }
             switch option.kind {
             case .value:
-                injected += ["--" + option.flag, raw]
+                // An empty variable counts as unset (compose files often pass `${VAR:-}`).
+                if !raw.isEmpty { injected += ["--" + option.flag, raw] }
             case .repeatable:
                 for item in raw.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !item.isEmpty {
                     injected += ["--" + option.flag, item]

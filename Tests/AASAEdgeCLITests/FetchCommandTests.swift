@@ -48,6 +48,8 @@ let sample = #"{"applinks":{"details":[{"appIDs":["ABCDE12345.com.example.app"],
         #expect(try json(overridden.stdout)["failure"]?.objectValue?["reason"] == "SWCERR00204 TLS Failure")
         // Booleans: true/false/1/0 only.
         #expect(try Binary.run(["fetch", "cli-env.lab.test"], environment: env.merging(["AASA_EDGE_ALLOW_PRIVATE_ORIGINS": "yes"]) { $1 }).status == 2)
+        // An empty variable is unset (compose's `${VAR:-}`), not an empty value.
+        #expect(try Binary.run(["fetch", "cli-env.lab.test"], environment: env.merging(["AASA_EDGE_ORIGIN_TIMEOUT": ""]) { $1 }).status == 0)
     }
 
     @Test func usageAndIOErrors() throws {
