@@ -309,8 +309,17 @@ def slow_origin():
 """
     conf = nginx_conf("slow", servers, modules=f"load_module {ECHO_MODULE};")
     server = Server("slow-origin", ["nginx", "-c", conf, "-g", "daemon off;"], pid_file=f"{WORK}/slow/nginx.pid")
-    time.sleep(0.5)
-    return server
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        if server.proc.poll() is not None:
+            raise RuntimeError(f"the nginx origin did not start: {open(f'{WORK}/slow-origin.log').read().strip()}")
+        try:
+            import socket
+            socket.create_connection(("127.0.0.1", PORTS["origin_distinct"]), timeout=1).close()
+            return server
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("the nginx origin did not start listening")
 
 
 def count_lines(path, host):

@@ -177,6 +177,25 @@ public final class Edge: Sendable {
         return reply
     }
 
+    /// Answers from memory alone when the policy allows it without any origin work (a fresh copy,
+    /// or a cached failure); nil when the request needs the full path (a fetch, a background
+    /// refresh, a copy not yet in memory). Synchronous, so it can run on the event loop.
+    public func serveFromMemory(_ host: OriginHost, client: String = "") -> EdgeReply? {
+        let key = host.description
+        guard let entry = entries.withLock({ $0.get(key) }) else { return nil }
+        let now = clock.now()
+        switch Policy.decide(entry.state, now: now, configuration: cache) {
+        case .serveCopy(let outcome, let refresh):
+            guard !refresh, let reply = copyReply(entry, outcome: outcome, now: now), case .copy(let snapshot, _, _, _) = reply else { return nil }
+            ledger.record(host: key, version: snapshot.version, at: now, client: client)
+            return reply
+        case .serveFailure:
+            return entry.failure.map { failureReply($0, outcome: .failureHit, now: now) }
+        case .fetch:
+            return nil
+        }
+    }
+
     private func answer(_ host: OriginHost) async -> EdgeReply {
         let entry = self.entry(host)
         let now = clock.now()

@@ -17,6 +17,7 @@ public enum EdgeServer {
                                    onListening: @escaping @Sendable (Int) -> Void) -> some ApplicationProtocol {
         let router = Router(context: EdgeRequestContext.self)
         let client = ClientRoutes(edge: edge)
+        let hitCache = HitResponseCache()
         // HEAD is registered explicitly: the router does not derive it for wildcard routes.
         router.get("/a/v1/**") { request, context in await client.cdn(request, context) }
         router.head("/a/v1/**") { request, context in await client.cdn(request, context).createHeadResponse() }
@@ -42,6 +43,7 @@ public enum EdgeServer {
         DashboardRoutes(edge: edge, token: adminToken).register(on: router)
         return Application(
             router: router,
+            server: .http1(configuration: .init(additionalChannelHandlers: [HitFastPath(edge: edge, cache: hitCache)])),
             configuration: ApplicationConfiguration(address: .hostname(host, port: port), backlog: 2048),
             onServerRunning: { channel in onListening(channel.localAddress?.port ?? port) },
             logger: logger
@@ -93,7 +95,15 @@ struct ClientRoutes: Sendable {
     }
 
     static func response(_ reply: EdgeReply, host: OriginHost, request: Request, cache: CacheConfiguration) -> Response {
+        let (head, body) = parts(reply, host: host, ifNoneMatch: request.headers[.ifNoneMatch], cache: cache)
+        return Response(status: head.status, headers: head.headerFields, body: body.map { .init(byteBuffer: $0) } ?? .init())
+    }
+
+    /// The response to a client request, as a head and a body: shared by the router and the hit
+    /// fast path so that both answer byte for byte alike.
+    static func parts(_ reply: EdgeReply, host: OriginHost, ifNoneMatch: String?, cache: CacheConfiguration) -> (HTTPResponse, ByteBuffer?) {
         var headers: HTTPFields = [:]
+        headers.reserveCapacity(14)
         headers[.date] = HTTPDate.now()
         headers[.appleFrom] = host.originURL
         switch reply {
@@ -105,12 +115,12 @@ struct ClientRoutes: Sendable {
             if let xCache = outcome.xCache { headers[.xCache] = xCache }
             headers[.cacheStatus] = cacheStatus
             headers[.edgeVersion] = String(snapshot.version)
-            if let condition = request.headers[.ifNoneMatch],
+            if let condition = ifNoneMatch,
                condition.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == snapshot.etag || $0.trimmingCharacters(in: .whitespaces) == "*" }) {
-                return Response(status: .notModified, headers: headers)
+                return (HTTPResponse(status: .notModified, headerFields: headers), nil)
             }
             headers[.contentType] = "application/json"
-            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: snapshot.body)))
+            return (HTTPResponse(status: .ok, headerFields: headers), ByteBuffer(bytes: snapshot.body))
         case .failure(let failure, let age, let outcome, let cacheStatus):
             headers[.contentType] = "text/plain; charset=utf-8"
             headers[.appleFailureReason] = failure.reason
@@ -120,7 +130,7 @@ struct ClientRoutes: Sendable {
             headers[.age] = String(age)
             if let xCache = outcome.xCache { headers[.xCache] = xCache }
             headers[.cacheStatus] = cacheStatus
-            return Response(status: .notFound, headers: headers, body: .init(byteBuffer: ByteBuffer(string: "Not Found\n")))
+            return (HTTPResponse(status: .notFound, headerFields: headers), ByteBuffer(string: "Not Found\n"))
         }
     }
 }

@@ -1,0 +1,158 @@
+import CachePolicy
+import EdgeCore
+import HTTPTypes
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTPTypes
+import OriginFetcher
+
+/// Answers client requests the edge can serve from memory (a fresh copy, a cached failure) right
+/// on the event loop, ahead of the router: no task, no async channel, no actor hop. Everything
+/// else — misses, refreshes, admin, dashboard, bad hosts — passes through to Hummingbird
+/// unchanged. The edge decides (`Edge.serveFromMemory`); this handler only translates, with the
+/// same `ClientRoutes.parts` the router uses, so both paths answer alike.
+///
+/// Ordering with pipelined requests: while a request handed to the router has not been answered
+/// (its response `.end` has not passed outbound), later requests go to the router too, so
+/// responses leave in request order.
+final class HitFastPath: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    private let edge: Edge
+    private let cache: HitResponseCache
+    /// The ledger's client for this connection when it sends no `X-Client-ID`: (User-Agent, client).
+    private var connectionClient: (userAgent: String, client: String)?
+    /// The answer to the request being read (its body and end are swallowed), or nil.
+    private var answer: (head: HTTPResponse, body: ByteBuffer?)?
+    /// Requests passed to the router and not yet answered.
+    private var routed = 0
+
+    init(edge: Edge, cache: HitResponseCache) {
+        self.edge = edge
+        self.cache = cache
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let part = unwrapInboundIn(data)
+        if let pending = answer {
+            if case .end = part {
+                answer = nil
+                context.write(wrapOutboundOut(.head(pending.head)), promise: nil)
+                if let body = pending.body { context.write(wrapOutboundOut(.body(body)), promise: nil) }
+                context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            }
+            return
+        }
+        if case .head(let request) = part {
+            if routed == 0, let prepared = prepare(request, context: context) {
+                answer = prepared
+                return
+            }
+            routed += 1
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data) { routed = max(0, routed - 1) }
+        context.write(data, promise: promise)
+    }
+
+    private func prepare(_ request: HTTPRequest, context: ChannelHandlerContext) -> (head: HTTPResponse, body: ByteBuffer?)? {
+        let isHead = request.method == .head
+        guard request.method == .get || isHead, let path = request.path else { return nil }
+        let raw: Substring
+        let utf8 = path.utf8
+        if utf8.starts(with: "/a/v1/".utf8) {
+            // Byte-wise (no grapheme work): the host runs to the query, if any.
+            let start = utf8.index(utf8.startIndex, offsetBy: 6)
+            raw = path[start..<(utf8[start...].firstIndex(of: UInt8(ascii: "?")) ?? utf8.endIndex)]
+        } else if path == "/.well-known/apple-app-site-association" || path == "/apple-app-site-association" {
+            var authority = Substring(request.authority ?? "")
+            if let colon = authority.lastIndex(of: ":"), !authority.hasSuffix("]") { authority = authority[..<colon] }
+            raw = authority
+        } else {
+            return nil
+        }
+        // A connection that asks to close is left to the router, which manages that.
+        if let connection = request.headerFields[.connection], connection.lowercased().contains("close") { return nil }
+        guard let host = cache.host(raw, edge: edge) else { return nil }
+        guard let reply = edge.serveFromMemory(host, client: client(request, context)) else { return nil }
+        switch reply {
+        case .copy(_, _, let outcome, _), .failure(_, _, let outcome, _): edge.metrics.request(outcome)
+        }
+        var (head, body) = cache.parts(reply, host: host, ifNoneMatch: request.headerFields[.ifNoneMatch], configuration: edge.configuration.cache)
+        if isHead { body = nil }
+        return (head, body)
+    }
+
+    /// `X-Client-ID`, else address + User-Agent (the address formatted once per connection).
+    private func client(_ request: HTTPRequest, _ context: ChannelHandlerContext) -> String {
+        if let id = request.headerFields[.clientID], !id.isEmpty { return id }
+        let userAgent = request.headerFields[.userAgent] ?? ""
+        if let known = connectionClient, known.userAgent == userAgent { return known.client }
+        let client = (context.remoteAddress?.ipAddress ?? "unknown") + " " + userAgent
+        connectionClient = (userAgent, client)
+        return client
+    }
+}
+
+/// What the fast path reuses across requests: parsed and allowed hosts by their raw spelling,
+/// and per host the last response head built (valid while the version, `Age`, `Cache-Status` and
+/// `Date` it carries are unchanged, so at most one build per host per second) with its body
+/// buffer (shared, never copied per hit).
+final class HitResponseCache: @unchecked Sendable {
+    private struct Built {
+        let version: Int
+        let age: Int
+        let cacheStatus: String
+        let date: String
+        let head: HTTPResponse
+        let body: ByteBuffer?
+    }
+
+    private let lock = NIOLock()
+    private var hosts: [Substring: OriginHost] = [:]
+    private var built: [String: Built] = [:]
+    private static let limit = 50_000
+
+    /// The host for a raw spelling, when it parses and the edge serves it.
+    func host(_ raw: Substring, edge: Edge) -> OriginHost? {
+        if let known = lock.withLock({ hosts[raw] }) { return known }
+        guard let host = try? OriginHost(String(raw)), edge.configuration.isAllowed(host) else { return nil }
+        lock.withLock {
+            if hosts.count >= Self.limit { hosts.removeAll(keepingCapacity: true) }
+            hosts[raw] = host
+        }
+        return host
+    }
+
+    func parts(_ reply: EdgeReply, host: OriginHost, ifNoneMatch: String?, configuration: CacheConfiguration) -> (HTTPResponse, ByteBuffer?) {
+        guard ifNoneMatch == nil, case .copy(let snapshot, let age, _, let cacheStatus) = reply else {
+            return Self.build(reply, host: host, ifNoneMatch: ifNoneMatch, configuration: configuration)
+        }
+        let date = HTTPDate.now()
+        let key = host.description
+        let previous = lock.withLock { built[key] }
+        if let previous, previous.version == snapshot.version, previous.age == age, previous.cacheStatus == cacheStatus, previous.date == date {
+            return (previous.head, previous.body)
+        }
+        var (head, body) = Self.build(reply, host: host, ifNoneMatch: nil, configuration: configuration)
+        if let previous, previous.version == snapshot.version, let shared = previous.body { body = shared }
+        let entry = Built(version: snapshot.version, age: age, cacheStatus: cacheStatus, date: date, head: head, body: body)
+        lock.withLock {
+            if built.count >= Self.limit { built.removeAll(keepingCapacity: true) }
+            built[key] = entry
+        }
+        return (head, body)
+    }
+
+    private static func build(_ reply: EdgeReply, host: OriginHost, ifNoneMatch: String?, configuration: CacheConfiguration) -> (HTTPResponse, ByteBuffer?) {
+        var (head, body) = ClientRoutes.parts(reply, host: host, ifNoneMatch: ifNoneMatch, cache: configuration)
+        head.headerFields[.contentLength] = String(body?.readableBytes ?? 0)
+        return (head, body)
+    }
+}
