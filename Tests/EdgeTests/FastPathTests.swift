@@ -6,30 +6,8 @@ import Testing
 /// Hits answered on the event loop (EdgeHTTP.HitFastPath) must be indistinguishable from the
 /// router's answers and keep pipelined responses in request order.
 @Suite(.serialized) struct FastPathTests {
-    /// Sends `requests` back to back on one connection and returns the raw bytes received until close.
     func pipelined(port: Int, _ requests: [String]) throws -> String {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        try #require(connected == 0)
-        let bytes = Array(requests.joined().utf8)
-        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
-        var data = [UInt8]()
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = recv(fd, &buffer, buffer.count, 0)
-            if n <= 0 { break }
-            data.append(contentsOf: buffer[0..<n])
-        }
-        return String(decoding: data, as: UTF8.self)
+        String(decoding: try TestHTTP.exchange(port: port, Array(requests.joined().utf8)), as: UTF8.self)
     }
 
     @Test func pipelinedResponsesKeepRequestOrder() throws {

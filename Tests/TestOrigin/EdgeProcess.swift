@@ -18,8 +18,9 @@ public enum TestHTTP {
         public let description: String
     }
 
-    public static func request(port: Int, method: String = "GET", path: String, headers: [String: String] = [:],
-                               body: String = "") throws -> Response {
+    /// Sends `bytes` on a new connection to 127.0.0.1:`port` and returns everything received until
+    /// the server closes (raw HTTP, e.g. several pipelined requests).
+    public static func exchange(port: Int, _ bytes: [UInt8]) throws -> [UInt8] {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket() failed") }
         defer { close(fd) }
@@ -33,14 +34,9 @@ public enum TestHTTP {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard connected == 0 else { throw Failure(description: "cannot connect to 127.0.0.1:\(port)") }
-        var head = "\(method) \(path) HTTP/1.1\r\nConnection: close\r\n"
-        if headers["Host"] == nil { head += "Host: 127.0.0.1:\(port)\r\n" }
-        for (name, value) in headers { head += "\(name): \(value)\r\n" }
-        if !body.isEmpty || method == "POST" { head += "Content-Length: \(body.utf8.count)\r\n" }
-        let request = Array((head + "\r\n" + body).utf8)
         var sent = 0
-        while sent < request.count {
-            let n = request[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+        while sent < bytes.count {
+            let n = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
             guard n > 0 else { throw Failure(description: "send failed") }
             sent += n
         }
@@ -51,6 +47,16 @@ public enum TestHTTP {
             if n <= 0 { break }
             data.append(contentsOf: buffer[0..<n])
         }
+        return data
+    }
+
+    public static func request(port: Int, method: String = "GET", path: String, headers: [String: String] = [:],
+                               body: String = "") throws -> Response {
+        var head = "\(method) \(path) HTTP/1.1\r\nConnection: close\r\n"
+        if headers["Host"] == nil { head += "Host: 127.0.0.1:\(port)\r\n" }
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        if !body.isEmpty || method == "POST" { head += "Content-Length: \(body.utf8.count)\r\n" }
+        let data = try exchange(port: port, Array((head + "\r\n" + body).utf8))
         guard let split = data.firstRange(of: Array("\r\n\r\n".utf8)) else { throw Failure(description: "no response") }
         let lines = String(decoding: data[..<split.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
         let status = Int(lines.first?.split(separator: " ").dropFirst().first ?? "") ?? 0
