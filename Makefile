@@ -10,7 +10,7 @@ SHARED := ../shared/conformance
 EXAMPLE := examples/apple-overview.json
 EXAMPLE_APP := ABCDE12345.com.example.app
 
-.PHONY: all deps test-deps build release test run demo conformance bench deploy-check clean
+.PHONY: all deps test-deps build release test run demo conformance bench deploy-check admin-api-check clean
 
 all: build
 
@@ -47,6 +47,12 @@ test: test-deps
 	@if [ -f $(SHARED)/cases.json ]; then $(MAKE) --no-print-directory conformance; \
 	else echo "conformance: $(SHARED) not found, skipped"; fi
 	@$(MAKE) --no-print-directory deploy-check
+	@$(MAKE) --no-print-directory admin-api-check
+
+# The admin API against docs/openapi.yaml with schemathesis (installed from PyPI when missing;
+# skipped, and said so, when it cannot be), plus the token rules (401s, token file mode 0600).
+admin-api-check: build
+	BIN=$(BIN) bash scripts/admin-api-check.sh
 
 # Offline checks of deploy/: hadolint, systemd-analyze verify + exposure, kubernetes-validate
 # (strict, each manifest and the kustomize output), compose structure, and the variables and

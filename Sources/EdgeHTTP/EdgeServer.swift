@@ -158,7 +158,9 @@ struct AdminRoutes: Sendable {
         group.post("/domains/:host/purge") { request, context in
             try authorize(request)
             let host = try parseHost(context.parameters.get("host") ?? "")
-            let soft = request.uri.queryParameters.get("soft").map { $0 == "true" || $0 == "1" } ?? false
+            let softText = request.uri.queryParameters.get("soft") ?? "false"
+            guard ["true", "1", "false", "0"].contains(softText) else { throw AdminError(.badRequest, "soft must be true, false, 1 or 0") }
+            let soft = softText == "true" || softText == "1"
             guard edge.purge(host, soft: soft) != nil else { throw AdminError(.notFound, "unknown host \(host)") }
             return Response.json(.ok, .object(JSONObject([JSONMember("domain", .string(host.description)),
                                                   JSONMember("purge", .string(soft ? "soft" : "hard"))])))
@@ -188,9 +190,10 @@ struct AdminRoutes: Sendable {
             }
             if from == nil || to == nil {
                 // Without both, compare the two newest versions.
+                guard try history({ try edge.snapshotStore.host(host.description) }) != nil else { throw AdminError(.notFound, "unknown host \(host)") }
                 let versions = try history { try edge.snapshotStore.versions(host: host.description) }
-                guard versions.count >= 2 || (from != nil && to != nil) else {
-                    throw AdminError(.badRequest, "give from and to (the host has fewer than two versions)")
+                guard versions.count >= 2 else {
+                    throw AdminError(.notFound, "\(host) has fewer than two versions: give from and to")
                 }
                 to = to ?? versions.last
                 from = from ?? versions.dropLast().last
@@ -201,8 +204,10 @@ struct AdminRoutes: Sendable {
         group.get("/domains/:host/fetches") { request, context in
             try authorize(request)
             let host = try parseHost(context.parameters.get("host") ?? "")
-            let limit = request.uri.queryParameters.get("limit").flatMap { Int($0) } ?? 50
-            guard (1...1000).contains(limit) else { throw AdminError(.badRequest, "limit must be 1 to 1000") }
+            let given = request.uri.queryParameters.get("limit")
+            guard let limit = given.map({ Int($0) }) ?? 50, (1...1000).contains(limit) else {
+                throw AdminError(.badRequest, "limit must be a number from 1 to 1000")
+            }
             return Response.json(.ok, try history { try HistoryViews.fetches(edge.snapshotStore, host: host.description, limit: limit) })
         }
         group.get("/domains/:host/propagation") { request, context in
@@ -216,6 +221,9 @@ struct AdminRoutes: Sendable {
             let body = try await request.body.collect(upTo: 1 << 20)
             guard case .object(let object)? = try? JSONReader.parse(String(buffer: body)) else {
                 throw AdminError(.badRequest, "the body must be a JSON object {\"appIDs\":[…],\"domains\":[…]}")
+            }
+            if let unknown = object.keys.first(where: { $0 != "appIDs" && $0 != "domains" }) {
+                throw AdminError(.badRequest, "unknown key '\(unknown)': the body has appIDs and domains only")
             }
             func strings(_ key: String) throws -> [String] {
                 guard let value = object[key] else { return [] }
@@ -263,7 +271,9 @@ struct AdminRoutes: Sendable {
         return difference == 0
     }
 
-    func parseHost(_ text: String) throws -> OriginHost {
+    /// The `{host}` path segment, percent-decoded (clients encode the port's ':' as %3A).
+    func parseHost(_ segment: String) throws -> OriginHost {
+        let text = segment.removingPercentEncoding ?? segment
         do { return try OriginHost(text) } catch { throw AdminError(.badRequest, "invalid host '\(text)': \(error.reason)") }
     }
 

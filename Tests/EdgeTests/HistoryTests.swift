@@ -86,3 +86,21 @@ func runCLI(_ arguments: [String]) throws -> (Int32, String) {
         #expect(try runCLI(["history", "127.0.0.1", "--db", db]).0 == 2)
     }
 }
+
+/// The admin API's input rules that schemathesis (scripts/admin-api-check.sh) pinned down.
+@Suite(.serialized) struct AdminInputTests {
+    @Test func strictQueriesBodiesAndEncodedHosts() throws {
+        let host = "strict.lab.test"
+        try origin.serve(host, body: aasaBody())
+        let edge = try startEdge(hosts: [host])
+        defer { edge.stop() }
+        _ = try edge.admin("POST", "/domains/\(host)/refetch")
+        #expect(try edge.admin("POST", "/releases", body: #"{"appIds":["ABCDE12345.com.example.app"]}"#).status == 400)
+        #expect(try edge.admin("GET", "/domains/\(host)/fetches?limit=abc").status == 400)
+        #expect(try edge.admin("POST", "/domains/\(host)/purge?soft=maybe").status == 400)
+        #expect(try edge.admin("GET", "/domains/unknown.lab.test/diff").status == 404)
+        #expect(try edge.admin("GET", "/domains/\(host)/diff").status == 404)  // one version only
+        // A percent-encoded ':' in the host segment is the port separator.
+        #expect(try edge.admin("GET", "/domains/\(host)%3A443").status == 200)
+    }
+}
