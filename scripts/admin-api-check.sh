@@ -14,15 +14,8 @@ command -v schemathesis >/dev/null || python3 -m pip install --quiet schemathesi
 if ! command -v schemathesis >/dev/null; then echo "admin-api-check: schemathesis could not be installed: skipped"; exit 0; fi
 work=$(mktemp -d)
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$work"' EXIT
-"$BIN" serve --port 0 --db "$work/var/store.sqlite" --origin-timeout 1 \
-  --connect-to ::127.0.0.1:1 > "$work/log" 2>&1 &
-pid=$!
-port=""
-for _ in $(seq 1 100); do
-  port=$(sed -n 's#.*listening on http://[^:]*:\([0-9]*\).*#\1#p' "$work/log" | head -1)
-  [ -n "$port" ] && break
-  sleep 0.1
-done
+. scripts/lib/start-edge.sh
+start_edge "$work/log" --db "$work/var/store.sqlite" --origin-timeout 1 --connect-to ::127.0.0.1:1
 [ -n "$port" ] || { echo "admin-api-check: the edge did not start"; cat "$work/log"; exit 1; }
 token=$(cat "$work/var/admin-token")
 failed=0

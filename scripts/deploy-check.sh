@@ -72,14 +72,8 @@ step "variables, dashboard metrics, provisioning (check-deploy.py against the re
 [ -x "$BIN" ] || swift build >/dev/null
 metrics=$(mktemp)
 db_dir=$(mktemp -d)
-"$BIN" serve --port 0 --db "$db_dir/s.sqlite" --admin-token deploy-check > "$db_dir/log" 2>&1 &
-pid=$!
-port=""
-for _ in $(seq 1 100); do
-  port=$(sed -n 's#.*listening on http://[^:]*:\([0-9]*\).*#\1#p' "$db_dir/log" | head -1)
-  [ -n "$port" ] && break
-  sleep 0.1
-done
+. scripts/lib/start-edge.sh
+start_edge "$db_dir/log" --db "$db_dir/s.sqlite" --admin-token deploy-check
 if [ -n "$port" ]; then
   curl -s -o /dev/null "http://127.0.0.1:$port/a/v1/deploy-check.invalid" || true
   curl -s "http://127.0.0.1:$port/metrics" > "$metrics"

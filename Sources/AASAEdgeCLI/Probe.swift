@@ -140,7 +140,7 @@ struct ProbeCommand: AsyncParsableCommand {
     static func summary(_ report: ProbeReport) -> String {
         var lines = ["\(report.records.count) observations, \(report.changes.count) origin change(s) (run \(report.run))"]
         for change in report.changes {
-            let when = RFC3339String.of(change.originChangedAt)
+            let when = RFC3339.milliseconds(change.originChangedAt)
             if let delay = change.delaySeconds {
                 lines.append(String(format: "  %@ origin %@ %@: CDN caught up after %@%.1f s", when,
                                     change.observedAtStart ? "differed at start" : "changed to", String(change.sha256.prefix(10)),
@@ -150,13 +150,5 @@ struct ProbeCommand: AsyncParsableCommand {
             }
         }
         return lines.joined(separator: "\n")
-    }
-}
-
-enum RFC3339String {
-    static func of(_ unix: Double) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: Date(timeIntervalSince1970: unix))
     }
 }

@@ -45,9 +45,10 @@ public struct SystemClock: WallClock {
     public func now() -> Double { Date().timeIntervalSince1970 }
 }
 
-enum RFC3339 {
+/// RFC 3339 times in UTC, as the contract's JSON and the CLI print them.
+public enum RFC3339 {
     /// Whole seconds (truncated), UTC: `2026-11-21T06:04:08Z`.
-    static func string(_ unixSeconds: Double) -> String {
+    public static func string(_ unixSeconds: Double) -> String {
         var t = time_t(unixSeconds.rounded(.down))
         var c = tm()
         gmtime_r(&t, &c)
@@ -55,7 +56,7 @@ enum RFC3339 {
     }
 
     /// With milliseconds: `2026-11-21T06:04:08.250Z` (for measurements finer than a second).
-    static func milliseconds(_ unixSeconds: Double) -> String {
+    public static func milliseconds(_ unixSeconds: Double) -> String {
         let whole = unixSeconds.rounded(.down)
         let millis = min(999, Int(((unixSeconds - whole) * 1000).rounded(.down)))
         return String(string(whole).dropLast()) + String(format: ".%03dZ", millis)

@@ -255,9 +255,7 @@ struct DashboardRoutes: Sendable {
 
     static func escape(_ text: String) -> String { Markup.escape(text) }
 
-    static func time(_ unix: Double) -> String {
-        HTTPDate.iso(unix)
-    }
+    static func time(_ unix: Double) -> String { RFC3339.string(unix) }
 
     static func duration(_ seconds: Double) -> String {
         let s = Int(max(0, seconds).rounded())

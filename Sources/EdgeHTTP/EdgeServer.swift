@@ -352,15 +352,6 @@ enum HTTPDate {
         return text
     }
 
-    /// `2026-11-21 06:04:08Z`: the dashboard's readable UTC time.
-    static func iso(_ unix: Double) -> String {
-        var t = time_t(unix.rounded(.down))
-        var parts = tm()
-        gmtime_r(&t, &parts)
-        return String(format: "%04d-%02d-%02d %02d:%02d:%02dZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
-                      parts.tm_hour, parts.tm_min, parts.tm_sec)
-    }
-
     static func format(_ unix: Int) -> String {
         var t = time_t(unix)
         var parts = tm()
