@@ -82,6 +82,9 @@ final class Transfer: @unchecked Sendable {
         _ = aasa_curl_setopt_off_t(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(bodyLimit))
         _ = aasa_curl_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
         _ = aasa_curl_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
+        // curl keeps DNS answers 60 s by default; a lab's changed override (hosts file, split DNS)
+        // should count from the next connection on. The address policy checks every connect anyway.
+        _ = aasa_curl_setopt_long(easy, CURLOPT_DNS_CACHE_TIMEOUT, 1)
         if let caFile { _ = aasa_curl_setopt_string(easy, CURLOPT_CAINFO, caFile) }
 
         setList(CURLOPT_HTTPHEADER, requestHeaders)

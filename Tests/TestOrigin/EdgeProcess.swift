@@ -84,14 +84,25 @@ public final class EdgeProcess: @unchecked Sendable {
             .appendingPathComponent(".build/debug/aasa-edge")
     }
 
-    /// Starts `serve --port 0 --db DB ARGUMENTS…` and waits for its "listening on" line.
-    public init(db: String, arguments: [String], adminToken: String = "test-admin-token") throws {
+    /// The server's process id (the launcher must `exec` the binary for this to be the server).
+    public var pid: Int32 { process.processIdentifier }
+    public var isRunning: Bool { process.isRunning }
+
+    /// Starts `serve --port 0 --db DB ARGUMENTS…` and waits for its "listening on" line. With a
+    /// `launcher`, runs `LAUNCHER… BINARY serve …` instead (e.g. a private mount namespace).
+    public init(db: String, arguments: [String], adminToken: String = "test-admin-token", launcher: [String] = []) throws {
         self.adminToken = adminToken
         stderrFile = FileManager.default.temporaryDirectory.appendingPathComponent("edge-\(UUID().uuidString).log")
         FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
         process = Process()
-        process.executableURL = Self.binary
-        process.arguments = ["serve", "--port", "0", "--db", db, "--admin-token", adminToken] + arguments
+        let serve = ["serve", "--port", "0", "--db", db, "--admin-token", adminToken] + arguments
+        if let first = launcher.first {
+            process.executableURL = URL(fileURLWithPath: first)
+            process.arguments = Array(launcher.dropFirst()) + [Self.binary.path] + serve
+        } else {
+            process.executableURL = Self.binary
+            process.arguments = serve
+        }
         process.standardError = try FileHandle(forWritingTo: stderrFile)
         process.standardOutput = FileHandle.nullDevice
         try process.run()

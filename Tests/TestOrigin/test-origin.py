@@ -12,12 +12,15 @@ SNI depends on the name:
     unknownca.lab.test  a certificate from a CA nobody trusts
     hang.lab.test       the TLS handshake never completes
     anything else       a valid certificate for *.lab.test
+A host whose behaviour has "tls" set to one of "expired", "wronghost", "unknownca" or "hang" gets
+that fault instead, whatever its name; its kept-alive connections are closed at their next request
+so the client has to handshake again.
 
 Each host's behaviour is set through the control API (JSON), any time during a test:
     PUT /hosts/NAME         {"status":200,"reason":"OK","headers":{...},"body":"...","bodyBase64":"...",
                              "etag":"\\"v1\\"","delay":0,"drip":{"bytes":16,"interval":0.2},
                              "contentLength":true,"oversize":200000,"closeMidBody":false,
-                             "neverAnswer":false,"reset":false}
+                             "neverAnswer":false,"reset":false,"tls":"expired"}
     GET  /hosts/NAME        {"count": N, "connections": N, "lastHeaders": {...}}: requests and TLS
                             connections (handshakes by SNI) seen for NAME, and the last request's
                             headers, lower-cased, plus ":request-line"
@@ -159,7 +162,7 @@ class OriginHandler:
 
     def respond(self, b, request_headers):
         """Writes one response; returns False when the connection must close."""
-        if b.get("reset"):
+        if b.get("reset") or b.get("tls"):
             return False
         if b.get("neverAnswer"):
             time.sleep(120)
@@ -223,6 +226,9 @@ def serve_tls(listener, contexts):
         name = (name or "").lower()
         with LOCK:
             HANDSHAKES[name] = HANDSHAKES.get(name, 0) + 1
+        fault = behaviour_for(name).get("tls")
+        if fault:
+            name = fault + ".lab.test"
         if name == "hang.lab.test":
             time.sleep(120)
         if name in contexts:
