@@ -34,6 +34,7 @@ enum EnvironmentDefaults {
         Option(flag: "refetch-concurrency", kind: .value),
         Option(flag: "memory-cache-mb", kind: .value),
         Option(flag: "ledger-retention-days", kind: .value),
+        Option(flag: "client-timeout", kind: .value),
         Option(flag: "admin-token", kind: .value),
     ]
 

@@ -54,12 +54,16 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("ledger-retention-days"), help: "Days the propagation ledger keeps served-version events.")
     var ledgerRetentionDays: Double = 30
 
+    @Option(name: .customLong("client-timeout"), help: ArgumentHelp("Seconds a client connection may go without sending a complete request head (slow or idle clients) before it is closed; 0: never.", valueName: "SECONDS"))
+    var clientTimeout: Double = 60
+
     @Option(name: .customLong("admin-token"), help: ArgumentHelp("Bearer token for /admin/v1. When absent: reuse <db folder>/admin-token, else generate one, write it there (mode 0600) and print it once.", valueName: "TOKEN"))
     var adminToken: String?
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
-        for (name, value) in [("--ttl", ttl), ("--failure-ttl", failureTTL), ("--stale-if-error", staleIfError)] where !(value >= 0 && value.isFinite) {
+        for (name, value) in [("--ttl", ttl), ("--failure-ttl", failureTTL), ("--stale-if-error", staleIfError),
+                              ("--client-timeout", clientTimeout)] where !(value >= 0 && value.isFinite) {
             throw ValidationError("\(name) must be a non-negative number of seconds")
         }
         guard refetchConcurrency >= 1 else { throw ValidationError("--refetch-concurrency must be at least 1") }
@@ -83,7 +87,8 @@ struct Serve: AsyncParsableCommand {
                                                          memoryCacheMB: memoryCacheMB, ledgerRetentionDays: ledgerRetentionDays),
                         store: store, fetcher: fetcher, logger: logger)
         let listenHost = host
-        let app = EdgeServer.application(edge: edge, adminToken: token, host: host, port: port, logger: logger,
+        let app = EdgeServer.application(edge: edge, adminToken: token, host: host, port: port,
+                                         clientTimeout: clientTimeout > 0 ? clientTimeout : nil, logger: logger,
                                          metricsText: { registry.emitToBuffer() }) { boundPort in
             logger.notice("listening on http://\(listenHost):\(boundPort)")
         }

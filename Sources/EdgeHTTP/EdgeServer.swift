@@ -11,13 +11,17 @@ import OriginFetcher
 /// The HTTP face of the edge: Apple's CDN routes, the admin API, health. It translates requests
 /// and `EdgeReply` values into responses; every decision is made by `Edge` and `CachePolicy`.
 public enum EdgeServer {
-    /// - Parameter metricsText: renders the metrics registry in Prometheus text format.
-    public static func application(edge: Edge, adminToken: String, host: String, port: Int, logger: Logger,
+    /// - Parameters:
+    ///   - metricsText: renders the metrics registry in Prometheus text format.
+    ///   - clientTimeout: seconds a client connection may go without sending a complete request
+    ///     head (slowloris, idle keep-alive) before it is closed; nil: never.
+    public static func application(edge: Edge, adminToken: String, host: String, port: Int, clientTimeout: Double? = 60, logger: Logger,
                                    metricsText: @escaping @Sendable () -> [UInt8],
                                    onListening: @escaping @Sendable (Int) -> Void) -> some ApplicationProtocol {
         let router = Router(context: EdgeRequestContext.self)
         let client = ClientRoutes(edge: edge)
         let hitCache = HitResponseCache()
+        let idle = clientTimeout.map { TimeAmount.nanoseconds(Int64($0 * 1e9)) }
         // HEAD is registered explicitly: the router does not derive it for wildcard routes.
         router.get("/a/v1/**") { request, context in await client.cdn(request, context) }
         router.head("/a/v1/**") { request, context in await client.cdn(request, context).createHeadResponse() }
@@ -43,7 +47,7 @@ public enum EdgeServer {
         DashboardRoutes(edge: edge, token: adminToken).register(on: router)
         return Application(
             router: router,
-            server: .http1(configuration: .init(additionalChannelHandlers: [HitFastPath(edge: edge, cache: hitCache)])),
+            server: .http1(configuration: .init(additionalChannelHandlers: [HitFastPath(edge: edge, cache: hitCache, clientTimeout: idle)])),
             configuration: ApplicationConfiguration(address: .hostname(host, port: port), backlog: 2048),
             onServerRunning: { channel in onListening(channel.localAddress?.port ?? port) },
             logger: logger
@@ -54,18 +58,40 @@ public enum EdgeServer {
 struct ClientRoutes: Sendable {
     let edge: Edge
 
-    /// `GET /a/v1/{host}`: the host is the raw path segment (a query string is ignored).
+    /// `GET /a/v1/{host}`: the host is the raw request target after the prefix, up to a query
+    /// string (ignored). Not the parsed URI path: that would drop a `#fragment`, which has no
+    /// place in a request target, and make `a.test#x` look like `a.test`.
     func cdn(_ request: Request, _ context: EdgeRequestContext) async -> Response {
-        let raw = String(request.uri.path.dropFirst("/a/v1/".count))
+        let target = request.head.path ?? ""
+        let raw = String(target.dropFirst("/a/v1/".count).prefix { $0 != "?" })
         return await answer(rawHost: raw, request: request, context: context)
     }
 
     /// `/.well-known/apple-app-site-association` and `/apple-app-site-association`: the Host header
     /// without its port names the host.
     func hostRouted(_ request: Request, _ context: EdgeRequestContext) async -> Response {
-        var authority = request.head.authority ?? ""
-        if let colon = authority.lastIndex(of: ":"), !authority.hasSuffix("]") { authority = String(authority[..<colon]) }
+        guard request.headers[.secondHost] == nil else {
+            edge.metrics.request(.rejected)
+            return .text(.badRequest, "invalid host: more than one Host header\n")
+        }
+        guard let name = Self.hostName(fromAuthority: Substring(request.head.authority ?? "")) else {
+            edge.metrics.request(.rejected)
+            return .text(.badRequest, "invalid host: the Host header's port is not one number from 1 to 65535\n")
+        }
+        let authority = String(name)
         return await answer(rawHost: authority, request: request, context: context)
+    }
+
+    /// The name in a Host header, without the port (the edge's own listening port, not the
+    /// origin's); nil when a port is there but is not 1–65535 (`a.test:0`, `a.test:443:443`).
+    static func hostName(fromAuthority authority: Substring) -> Substring? {
+        guard let colon = authority.lastIndex(of: ":"), !authority.hasSuffix("]") else { return authority }
+        let port = authority[authority.index(after: colon)...]
+        guard !port.isEmpty, port.count <= 5, port.allSatisfy(\.isASCIIDigit), let number = Int(port), (1...65535).contains(number) else {
+            return nil
+        }
+        let name = authority[..<colon]
+        return name.contains(":") ? nil : name
     }
 
     /// The ledger's client identity: `X-Client-ID`, else address + User-Agent.
@@ -323,7 +349,14 @@ extension Response {
 }
 
 /// Header names of Apple's CDN and of the edge, parsed once rather than per response.
+extension Character {
+    var isASCIIDigit: Bool { ("0"..."9").contains(self) }
+}
+
 extension HTTPField.Name {
+    /// The first `Host` becomes the request's authority; any further one stays a field (RFC 9112
+    /// §3.2: a request with more than one Host is answered 400).
+    static let secondHost = Self("Host")!
     static let clientID = Self("X-Client-ID")!
     static let appleFrom = Self("Apple-From")!
     static let appleOriginFormat = Self("Apple-Origin-Format")!

@@ -3,7 +3,9 @@ import EdgeCore
 import HTTPTypes
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOHTTP1
 import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
 import OriginFetcher
 
 /// Answers client requests the edge can serve from memory (a fresh copy, a cached failure) right
@@ -15,6 +17,10 @@ import OriginFetcher
 /// Ordering with pipelined requests: while a request handed to the router has not been answered
 /// (its response `.end` has not passed outbound), later requests go to the router too, so
 /// responses leave in request order.
+///
+/// Slow and idle clients: a connection that sends no complete request head for `clientTimeout`
+/// (between one and two periods: a per-connection tick, not a timer per request) while nothing of
+/// its own is in progress is closed — slowloris heads, idle keep-alive.
 final class HitFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -29,10 +35,55 @@ final class HitFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     private var answer: (head: HTTPResponse, body: ByteBuffer?)?
     /// Requests passed to the router and not yet answered.
     private var routed = 0
+    private let clientTimeout: TimeAmount?
+    /// Request heads seen, and the count at the previous tick of the idle check.
+    private var heads = 0
+    private var headsAtLastTick = 0
+    private var tick: Scheduled<Void>?
 
-    init(edge: Edge, cache: HitResponseCache) {
+    init(edge: Edge, cache: HitResponseCache, clientTimeout: TimeAmount?) {
         self.edge = edge
         self.cache = cache
+        self.clientTimeout = clientTimeout
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { scheduleTick(context) }
+        // Before the version-independent types drop the HTTP version, make "close after this
+        // response" explicit for HTTP/1.0 requests, for this handler and for Hummingbird alike.
+        if let codec = try? context.pipeline.syncOperations.handler(type: HTTP1ToHTTPServerCodec.self) {
+            try? context.pipeline.syncOperations.addHandler(ExplicitConnectionClose(), position: .before(codec))
+        }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        scheduleTick(context)
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        tick?.cancel()
+        tick = nil
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        tick?.cancel()
+        tick = nil
+    }
+
+    private func scheduleTick(_ context: ChannelHandlerContext) {
+        guard let clientTimeout, tick == nil else { return }
+        tick = context.eventLoop.assumeIsolatedUnsafeUnchecked().scheduleTask(in: clientTimeout) {
+            self.tick = nil
+            let idle = self.heads == self.headsAtLastTick && self.routed == 0 && self.answer == nil
+            self.headsAtLastTick = self.heads
+            if idle {
+                context.close(promise: nil)
+            } else {
+                self.scheduleTick(context)
+            }
+        }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -47,6 +98,7 @@ final class HitFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         if case .head(let request) = part {
+            heads &+= 1
             if routed == 0, let prepared = prepare(request, context: context) {
                 answer = prepared
                 return
@@ -71,9 +123,9 @@ final class HitFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             let start = utf8.index(utf8.startIndex, offsetBy: 6)
             raw = path[start..<(utf8[start...].firstIndex(of: UInt8(ascii: "?")) ?? utf8.endIndex)]
         } else if path == "/.well-known/apple-app-site-association" || path == "/apple-app-site-association" {
-            var authority = Substring(request.authority ?? "")
-            if let colon = authority.lastIndex(of: ":"), !authority.hasSuffix("]") { authority = authority[..<colon] }
-            raw = authority
+            guard request.headerFields[.secondHost] == nil else { return nil }  // the router answers 400
+            guard let name = ClientRoutes.hostName(fromAuthority: Substring(request.authority ?? "")) else { return nil }
+            raw = name
         } else {
             return nil
         }
@@ -154,5 +206,22 @@ final class HitResponseCache: @unchecked Sendable {
         var (head, body) = ClientRoutes.parts(reply, host: host, ifNoneMatch: ifNoneMatch, cache: configuration)
         head.headerFields[.contentLength] = String(body?.readableBytes ?? 0)
         return (head, body)
+    }
+}
+
+/// Marks requests that HTTP/1 rules do not keep alive (HTTP/1.0 without `keep-alive`) with
+/// `Connection: close`, which survives the conversion to HTTPTypes; the version does not.
+final class ExplicitConnectionClose: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .head(var head) = unwrapInboundIn(data), !head.isKeepAlive,
+           !head.headers[canonicalForm: "connection"].contains(where: { $0.lowercased() == "close" }) {
+            head.headers.replaceOrAdd(name: "connection", value: "close")
+            context.fireChannelRead(wrapInboundOut(.head(head)))
+            return
+        }
+        context.fireChannelRead(data)
     }
 }
