@@ -10,7 +10,7 @@ SHARED := ../shared/conformance
 EXAMPLE := examples/apple-overview.json
 EXAMPLE_APP := ABCDE12345.com.example.app
 
-.PHONY: all deps test-deps build release test run demo conformance bench deploy-check admin-api-check clean
+.PHONY: all deps test-deps build release test run demo conformance bench deploy-check admin-api-check reliability reliability-quick clean
 
 all: build
 
@@ -48,6 +48,23 @@ test: test-deps
 	else echo "conformance: $(SHARED) not found, skipped"; fi
 	@$(MAKE) --no-print-directory deploy-check
 	@$(MAKE) --no-print-directory admin-api-check
+	@$(MAKE) --no-print-directory reliability-quick
+
+# The short reliability runs (part of make test): 3 kill -9 rounds, a 15 s soak, 200k fuzz runs.
+# The fault matrix, hostile-HTTP and SSRF suites are Swift tests (Tests/EdgeTests).
+reliability-quick: build
+	python3 scripts/reliability.py crash --rounds 3 --hosts 100 --bin $(BIN)
+	python3 scripts/reliability.py soak --seconds 15 --bin $(BIN)
+	bash scripts/fuzz.sh quick
+
+# The full reliability suite on the release binary: 20 kill -9 rounds during release refetches
+# under load, a soak (60 s; MINUTES=N for longer), 10 M fuzz executions. Figures in
+# bench/results/reliability-*.json.
+MINUTES ?=
+reliability: release
+	python3 scripts/reliability.py crash --rounds 20 --bin $(RELEASE_BIN) --json bench/results/reliability-crash.json
+	python3 scripts/reliability.py soak $(if $(MINUTES),--minutes $(MINUTES),--seconds 60) --bin $(RELEASE_BIN) --json bench/results/reliability-soak.json
+	bash scripts/fuzz.sh long
 
 # The admin API against docs/openapi.yaml with schemathesis (installed from PyPI when missing;
 # skipped, and said so, when it cannot be), plus the token rules (401s, token file mode 0600).
