@@ -12,8 +12,10 @@ POSTs a release that refetches every host, and kills the process with SIGKILL at
 of the refetch.
 
 soak: a bounded run at load while, every second, origin bodies change and hosts are hard purged,
-soft purged and refetched. Every response must be 200 and its body's sha256 must equal the stored
-sha256 of the AASA-Edge-Version it claims; RSS is sampled and its growth after warm-up reported.
+soft purged and refetched. Checking clients (Python, keep-alive) verify every response: 200, and
+its body's sha256 equal to the stored sha256 of the AASA-Edge-Version it claims; wrk, when
+installed, adds raw load on one host (any non-2xx fails the run). RSS is sampled each second and
+its growth after warm-up (the first 20 %, at least 5 s) reported; 10 % or more fails.
 
 Both print one summary line per check and exit 1 when any check fails. --json FILE writes the figures.
 """
@@ -23,6 +25,8 @@ import http.client
 import json
 import os
 import random
+import re
+import shutil
 import signal
 import sqlite3
 import statistics
@@ -285,6 +289,11 @@ def soak(args, work):
         edge.request("GET", f"/a/v1/{h}")
     load = Load(edge, hosts, threads=args.threads)
     duration = args.minutes * 60 if args.minutes else args.seconds
+    # Raw load beside the checking clients, when wrk is installed (bench/run-edge-bench.sh installs it).
+    wrk = None
+    if shutil.which("wrk"):
+        wrk = subprocess.Popen(["wrk", "-t1", "-c32", f"-d{int(duration)}s", f"http://127.0.0.1:{edge.port}/a/v1/{hosts[0]}"],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     warmup = max(5.0, duration * 0.2)
     rng = random.Random(1)
     rss = []
@@ -305,10 +314,19 @@ def soak(args, work):
         rss.append((time.monotonic() - started, edge.rss_kb()))
         time.sleep(max(0.0, 1.0 - (time.monotonic() - tick)))
     load.stop()
+    wrk_answers = 0
+    failures = []
+    if wrk:
+        report = wrk.communicate(timeout=60)[0]
+        match = re.search(r"(\d+) requests in", report)
+        wrk_answers = int(match.group(1)) if match else 0
+        bad = re.search(r"Non-2xx or 3xx responses: (\d+)", report)
+        if bad:
+            failures.append(f"wrk: {bad.group(1)} responses other than 2xx/3xx")
     exit_status = edge.stop()
     origin.stop()
     snapshots, problems = stored_snapshots(db)
-    failures = list(problems) + admin_failures
+    failures += list(problems) + admin_failures
     mismatched = 0
     for (h, version), shas in load.seen.items():
         stored = snapshots.get(h, {}).get(version)
@@ -333,10 +351,12 @@ def soak(args, work):
         failures.append(f"RSS grew {growth:.1f} % after warm-up ({base} kB -> {end} kB)")
     answers = sum(load.statuses.values())
     figures = {"seconds": duration, "hosts": args.hosts, "answers": answers, "answersPerSecond": round(answers / duration),
+               "wrkAnswers": wrk_answers, "wrkAnswersPerSecond": round(wrk_answers / duration),
                "statuses": {str(k): v for k, v in load.statuses.items()}, "versionsServed": len(load.seen),
                "shaMismatches": mismatched, **operations, "rssWarmKB": base, "rssEndKB": end,
                "rssGrowthPercent": round(growth, 1), "failures": failures}
-    print(f"soak {duration:.0f} s: {answers} answers ({answers / duration:.0f}/s), statuses {load.statuses}, "
+    print(f"soak {duration:.0f} s: {answers} checked answers ({answers / duration:.0f}/s) + {wrk_answers} from wrk "
+          f"({wrk_answers / duration:.0f}/s), statuses {load.statuses}, "
           f"{len(load.seen)} (host, version) pairs served, {mismatched} sha256 mismatches; {operations}; "
           f"RSS {base / 1024:.1f} MB after warm-up -> {end / 1024:.1f} MB ({growth:+.1f} %)", flush=True)
     return figures

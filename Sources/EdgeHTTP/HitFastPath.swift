@@ -170,6 +170,9 @@ final class HitResponseCache: @unchecked Sendable {
     private var hosts: [Substring: OriginHost] = [:]
     private var built: [String: Built] = [:]
     private static let limit = 50_000
+    /// Built heads hold a body buffer each, outside `--memory-cache-mb`: keep only a hot set
+    /// (about 25 MB at 3 KB per entry), rebuilt from the memory cache when it is cleared.
+    private static let builtLimit = 8_192
 
     /// The host for a raw spelling, when it parses and the edge serves it.
     func host(_ raw: Substring, edge: Edge) -> OriginHost? {
@@ -196,7 +199,7 @@ final class HitResponseCache: @unchecked Sendable {
         if let previous, previous.version == snapshot.version, let shared = previous.body { body = shared }
         let entry = Built(version: snapshot.version, age: age, cacheStatus: cacheStatus, date: date, head: head, body: body)
         lock.withLock {
-            if built.count >= Self.limit { built.removeAll(keepingCapacity: true) }
+            if built.count >= Self.builtLimit { built.removeAll(keepingCapacity: true) }
             built[key] = entry
         }
         return (head, body)

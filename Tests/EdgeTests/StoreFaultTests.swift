@@ -9,15 +9,7 @@ import Testing
 /// attribute (`chattr +i`), which binds root too; where the filesystem or the container does not
 /// allow it, the test says so and checks nothing else.
 @Suite(.serialized) struct StoreFaultTests {
-    static func chattr(_ flag: String, _ paths: [String]) -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["chattr", flag] + paths
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
-    }
+    static func chattr(_ flag: String, _ paths: [String]) -> Bool { run("chattr", [flag] + paths) }
 
     @Test func unwritableStoreIsNotReadyButStillServes() throws {
         let host = "readonly.lab.test"
