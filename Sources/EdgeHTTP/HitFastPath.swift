@@ -32,7 +32,17 @@ final class HitFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     /// The ledger's client for this connection when it sends no `X-Client-ID`: (User-Agent, client).
     private var connectionClient: (userAgent: String, client: String)?
     /// The answer to the request being read (its body and end are swallowed), or nil.
-    private var answer: (head: HTTPResponse, body: ByteBuffer?)?
+    private var answer: Answer?
+    /// The HTTP/1 encoder's context: precomputed response bytes are written from there, below
+    /// the encoder and the HTTPTypes conversion (safe only while no routed response is pending).
+    private var rawOut: ChannelHandlerContext?
+
+    enum Answer {
+        /// A head and body for the HTTPTypes codec.
+        case typed(HTTPResponse, ByteBuffer?)
+        /// The complete HTTP/1.1 response, already serialised.
+        case wire(ByteBuffer)
+    }
     /// Requests passed to the router and not yet answered.
     private var routed = 0
     private let clientTimeout: TimeAmount?
@@ -54,6 +64,7 @@ final class HitFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         if let codec = try? context.pipeline.syncOperations.handler(type: HTTP1ToHTTPServerCodec.self) {
             try? context.pipeline.syncOperations.addHandler(ExplicitConnectionClose(), position: .before(codec))
         }
+        rawOut = try? context.pipeline.syncOperations.context(handlerType: HTTPResponseEncoder.self)
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -70,6 +81,7 @@ final class HitFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     func handlerRemoved(context: ChannelHandlerContext) {
         tick?.cancel()
         tick = nil
+        rawOut = nil
     }
 
     private func scheduleTick(_ context: ChannelHandlerContext) {
@@ -91,9 +103,16 @@ final class HitFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         if let pending = answer {
             if case .end = part {
                 answer = nil
-                context.write(wrapOutboundOut(.head(pending.head)), promise: nil)
-                if let body = pending.body { context.write(wrapOutboundOut(.body(body)), promise: nil) }
-                context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+                switch pending {
+                case .wire(let bytes):
+                    if let rawOut {
+                        rawOut.writeAndFlush(NIOAny(IOData.byteBuffer(bytes)), promise: nil)
+                    }
+                case .typed(let head, let body):
+                    context.write(wrapOutboundOut(.head(head)), promise: nil)
+                    if let body { context.write(wrapOutboundOut(.body(body)), promise: nil) }
+                    context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+                }
             }
             return
         }
@@ -113,7 +132,7 @@ final class HitFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         context.write(data, promise: promise)
     }
 
-    private func prepare(_ request: HTTPRequest, context: ChannelHandlerContext) -> (head: HTTPResponse, body: ByteBuffer?)? {
+    private func prepare(_ request: HTTPRequest, context: ChannelHandlerContext) -> Answer? {
         let isHead = request.method == .head
         guard request.method == .get || isHead, let path = request.path else { return nil }
         let raw: Substring
@@ -136,9 +155,11 @@ final class HitFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         switch reply {
         case .copy(_, _, let outcome, _), .failure(_, _, let outcome, _): edge.metrics.request(outcome)
         }
-        var (head, body) = cache.parts(reply, host: host, ifNoneMatch: request.headerFields[.ifNoneMatch], configuration: edge.configuration.cache)
-        if isHead { body = nil }
-        return (head, body)
+        let built = cache.parts(reply, host: host, ifNoneMatch: request.headerFields[.ifNoneMatch], configuration: edge.configuration.cache)
+        if rawOut != nil, let wire = built.wire {
+            return .wire(isHead ? wire.getSlice(at: wire.readerIndex, length: built.headLength) ?? wire : wire)
+        }
+        return .typed(built.head, isHead ? nil : built.body)
     }
 
     /// `X-Client-ID`, else address + User-Agent (the address formatted once per connection).
@@ -164,6 +185,18 @@ final class HitResponseCache: @unchecked Sendable {
         let date: String
         let head: HTTPResponse
         let body: ByteBuffer?
+        /// `head` and `body` serialised as HTTP/1.1, and where the body starts.
+        let wire: ByteBuffer
+        let headLength: Int
+    }
+
+    /// A response for the fast path: always the typed parts; for a copy without a conditional
+    /// request also its serialised bytes, shared by every hit on the host within the second.
+    struct Prepared {
+        let head: HTTPResponse
+        let body: ByteBuffer?
+        let wire: ByteBuffer?
+        let headLength: Int
     }
 
     private let lock = NIOLock()
@@ -185,24 +218,44 @@ final class HitResponseCache: @unchecked Sendable {
         return host
     }
 
-    func parts(_ reply: EdgeReply, host: OriginHost, ifNoneMatch: String?, configuration: CacheConfiguration) -> (HTTPResponse, ByteBuffer?) {
+    func parts(_ reply: EdgeReply, host: OriginHost, ifNoneMatch: String?, configuration: CacheConfiguration) -> Prepared {
         guard ifNoneMatch == nil, case .copy(let snapshot, let age, _, let cacheStatus) = reply else {
-            return Self.build(reply, host: host, ifNoneMatch: ifNoneMatch, configuration: configuration)
+            let (head, body) = Self.build(reply, host: host, ifNoneMatch: ifNoneMatch, configuration: configuration)
+            return Prepared(head: head, body: body, wire: nil, headLength: 0)
         }
         let date = HTTPDate.now()
         let key = host.description
         let previous = lock.withLock { built[key] }
         if let previous, previous.version == snapshot.version, previous.age == age, previous.cacheStatus == cacheStatus, previous.date == date {
-            return (previous.head, previous.body)
+            return Prepared(head: previous.head, body: previous.body, wire: previous.wire, headLength: previous.headLength)
         }
         var (head, body) = Self.build(reply, host: host, ifNoneMatch: nil, configuration: configuration)
         if let previous, previous.version == snapshot.version, let shared = previous.body { body = shared }
-        let entry = Built(version: snapshot.version, age: age, cacheStatus: cacheStatus, date: date, head: head, body: body)
+        let (wire, headLength) = Self.serialise(head, body: body)
+        let entry = Built(version: snapshot.version, age: age, cacheStatus: cacheStatus, date: date, head: head, body: body,
+                          wire: wire, headLength: headLength)
         lock.withLock {
             if built.count >= Self.builtLimit { built.removeAll(keepingCapacity: true) }
             built[key] = entry
         }
-        return (head, body)
+        return Prepared(head: head, body: body, wire: wire, headLength: headLength)
+    }
+
+    /// The status line, fields and body as HTTP/1.1 bytes (what the HTTPTypes codec and NIO's
+    /// encoder would write for the same parts).
+    static func serialise(_ head: HTTPResponse, body: ByteBuffer?) -> (ByteBuffer, Int) {
+        var buffer = ByteBufferAllocator().buffer(capacity: 512 + (body?.readableBytes ?? 0))
+        buffer.writeString("HTTP/1.1 \(head.status.code) \(head.status.reasonPhrase)\r\n")
+        for field in head.headerFields {
+            buffer.writeString(field.name.rawName)
+            buffer.writeString(": ")
+            buffer.writeString(field.value)
+            buffer.writeString("\r\n")
+        }
+        buffer.writeString("\r\n")
+        let headLength = buffer.readableBytes
+        if var body { buffer.writeBuffer(&body) }
+        return (buffer, headLength)
     }
 
     private static func build(_ reply: EdgeReply, host: OriginHost, ifNoneMatch: String?, configuration: CacheConfiguration) -> (HTTPResponse, ByteBuffer?) {
