@@ -6,9 +6,23 @@ import SnapshotStore
 /// Which version was served, when, to which client: recorded for the propagation ledger without
 /// slowing the hot path. Requests append to a bounded buffer; a background task writes it to the
 /// store in one transaction about once a second.
+///
+/// A client asking again for the version it was last given is recorded at most once per
+/// `repeatInterval`: the propagation views need when each client first and last got each version,
+/// not every hit (a busy host would otherwise write tens of thousands of rows a second).
 final class ServedLedger: Sendable {
     /// Events beyond this many unwritten ones are dropped (and counted) rather than growing memory.
     static let capacity = 100_000
+    /// Seconds within which a repeat of the same (host, client, version) is not recorded again.
+    static let repeatInterval = 60.0
+    /// Bound of the repeat filter (forgotten wholesale when reached: at worst an extra row).
+    static let filterLimit = 100_000
+
+    private struct ClientKey: Hashable {
+        let host: String
+        let client: String
+    }
+    private let lastRecorded = Locked<[ClientKey: (version: Int, at: Double)]>([:])
 
     private let store: SnapshotStore
     private let logger: Logger
@@ -35,6 +49,14 @@ final class ServedLedger: Sendable {
     }
 
     func record(host: String, version: Int, at: Double, client: String) {
+        let isRepeat = lastRecorded.withLock { last -> Bool in
+            let key = ClientKey(host: host, client: client)
+            if let previous = last[key], previous.version == version, at - previous.at < Self.repeatInterval { return true }
+            if last.count >= Self.filterLimit { last.removeAll(keepingCapacity: true) }
+            last[key] = (version, at)
+            return false
+        }
+        if isRepeat { return }
         buffer.withLock { state in
             if state.events.count < Self.capacity {
                 state.events.append(ServedEvent(host: host, version: version, at: at, client: client))

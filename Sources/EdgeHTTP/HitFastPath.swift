@@ -33,15 +33,17 @@ final class HitFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     private var connectionClient: (userAgent: String, client: String)?
     /// The answer to the request being read (its body and end are swallowed), or nil.
     private var answer: Answer?
-    /// The HTTP/1 encoder's context: precomputed response bytes are written from there, below
-    /// the encoder and the HTTPTypes conversion (safe only while no routed response is pending).
-    private var rawOut: ChannelHandlerContext?
+    /// A context between NIO's HTTP/1 encoder and the HTTPTypes codec: prebuilt NIOHTTP1 response
+    /// heads are written from there, skipping the HTTPTypes → NIOHTTP1 conversion per hit. (Not
+    /// below the encoder: it pairs each response with the method its decoder recorded, so every
+    /// response must pass through it.)
+    private var http1Out: ChannelHandlerContext?
 
     enum Answer {
         /// A head and body for the HTTPTypes codec.
         case typed(HTTPResponse, ByteBuffer?)
-        /// The complete HTTP/1.1 response, already serialised.
-        case wire(ByteBuffer)
+        /// A prebuilt HTTP/1 head and body for NIO's encoder.
+        case http1(HTTPResponseHead, ByteBuffer?)
     }
     /// Requests passed to the router and not yet answered.
     private var routed = 0
@@ -63,8 +65,8 @@ final class HitFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         // response" explicit for HTTP/1.0 requests, for this handler and for Hummingbird alike.
         if let codec = try? context.pipeline.syncOperations.handler(type: HTTP1ToHTTPServerCodec.self) {
             try? context.pipeline.syncOperations.addHandler(ExplicitConnectionClose(), position: .before(codec))
+            http1Out = try? context.pipeline.syncOperations.context(handlerType: ExplicitConnectionClose.self)
         }
-        rawOut = try? context.pipeline.syncOperations.context(handlerType: HTTPResponseEncoder.self)
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -81,7 +83,7 @@ final class HitFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     func handlerRemoved(context: ChannelHandlerContext) {
         tick?.cancel()
         tick = nil
-        rawOut = nil
+        http1Out = nil
     }
 
     private func scheduleTick(_ context: ChannelHandlerContext) {
@@ -104,9 +106,11 @@ final class HitFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             if case .end = part {
                 answer = nil
                 switch pending {
-                case .wire(let bytes):
-                    if let rawOut {
-                        rawOut.writeAndFlush(NIOAny(IOData.byteBuffer(bytes)), promise: nil)
+                case .http1(let head, let body):
+                    if let http1Out {
+                        http1Out.write(NIOAny(HTTPServerResponsePart.head(head)), promise: nil)
+                        if let body { http1Out.write(NIOAny(HTTPServerResponsePart.body(.byteBuffer(body))), promise: nil) }
+                        http1Out.writeAndFlush(NIOAny(HTTPServerResponsePart.end(nil)), promise: nil)
                     }
                 case .typed(let head, let body):
                     context.write(wrapOutboundOut(.head(head)), promise: nil)
@@ -156,8 +160,8 @@ final class HitFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         case .copy(_, _, let outcome, _), .failure(_, _, let outcome, _): edge.metrics.request(outcome)
         }
         let built = cache.parts(reply, host: host, ifNoneMatch: request.headerFields[.ifNoneMatch], configuration: edge.configuration.cache)
-        if rawOut != nil, let wire = built.wire {
-            return .wire(isHead ? wire.getSlice(at: wire.readerIndex, length: built.headLength) ?? wire : wire)
+        if http1Out != nil, let head = built.http1Head {
+            return .http1(head, isHead ? nil : built.body)
         }
         return .typed(built.head, isHead ? nil : built.body)
     }
@@ -185,18 +189,16 @@ final class HitResponseCache: @unchecked Sendable {
         let date: String
         let head: HTTPResponse
         let body: ByteBuffer?
-        /// `head` and `body` serialised as HTTP/1.1, and where the body starts.
-        let wire: ByteBuffer
-        let headLength: Int
+        /// `head` as NIOHTTP1 builds it.
+        let http1Head: HTTPResponseHead
     }
 
     /// A response for the fast path: always the typed parts; for a copy without a conditional
-    /// request also its serialised bytes, shared by every hit on the host within the second.
+    /// request also its NIOHTTP1 head, shared by every hit on the host within the second.
     struct Prepared {
         let head: HTTPResponse
         let body: ByteBuffer?
-        let wire: ByteBuffer?
-        let headLength: Int
+        let http1Head: HTTPResponseHead?
     }
 
     private let lock = NIOLock()
@@ -221,41 +223,25 @@ final class HitResponseCache: @unchecked Sendable {
     func parts(_ reply: EdgeReply, host: OriginHost, ifNoneMatch: String?, configuration: CacheConfiguration) -> Prepared {
         guard ifNoneMatch == nil, case .copy(let snapshot, let age, _, let cacheStatus) = reply else {
             let (head, body) = Self.build(reply, host: host, ifNoneMatch: ifNoneMatch, configuration: configuration)
-            return Prepared(head: head, body: body, wire: nil, headLength: 0)
+            return Prepared(head: head, body: body, http1Head: nil)
         }
         let date = HTTPDate.now()
         let key = host.description
         let previous = lock.withLock { built[key] }
         if let previous, previous.version == snapshot.version, previous.age == age, previous.cacheStatus == cacheStatus, previous.date == date {
-            return Prepared(head: previous.head, body: previous.body, wire: previous.wire, headLength: previous.headLength)
+            return Prepared(head: previous.head, body: previous.body, http1Head: previous.http1Head)
         }
         var (head, body) = Self.build(reply, host: host, ifNoneMatch: nil, configuration: configuration)
         if let previous, previous.version == snapshot.version, let shared = previous.body { body = shared }
-        let (wire, headLength) = Self.serialise(head, body: body)
+        let http1Head = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: head.status.code),
+                                         headers: HTTPHeaders(head.headerFields))
         let entry = Built(version: snapshot.version, age: age, cacheStatus: cacheStatus, date: date, head: head, body: body,
-                          wire: wire, headLength: headLength)
+                          http1Head: http1Head)
         lock.withLock {
             if built.count >= Self.builtLimit { built.removeAll(keepingCapacity: true) }
             built[key] = entry
         }
-        return Prepared(head: head, body: body, wire: wire, headLength: headLength)
-    }
-
-    /// The status line, fields and body as HTTP/1.1 bytes (what the HTTPTypes codec and NIO's
-    /// encoder would write for the same parts).
-    static func serialise(_ head: HTTPResponse, body: ByteBuffer?) -> (ByteBuffer, Int) {
-        var buffer = ByteBufferAllocator().buffer(capacity: 512 + (body?.readableBytes ?? 0))
-        buffer.writeString("HTTP/1.1 \(head.status.code) \(head.status.reasonPhrase)\r\n")
-        for field in head.headerFields {
-            buffer.writeString(field.name.rawName)
-            buffer.writeString(": ")
-            buffer.writeString(field.value)
-            buffer.writeString("\r\n")
-        }
-        buffer.writeString("\r\n")
-        let headLength = buffer.readableBytes
-        if var body { buffer.writeBuffer(&body) }
-        return (buffer, headLength)
+        return Prepared(head: head, body: body, http1Head: http1Head)
     }
 
     private static func build(_ reply: EdgeReply, host: OriginHost, ifNoneMatch: String?, configuration: CacheConfiguration) -> (HTTPResponse, ByteBuffer?) {
