@@ -22,11 +22,16 @@ final class ServedLedger: Sendable {
         let host: String
         let client: String
     }
-    private let lastRecorded = Locked<[ClientKey: (version: Int, at: Double)]>([:])
 
     private let store: SnapshotStore
     private let logger: Logger
-    private let buffer = Locked<(events: [ServedEvent], dropped: Int)>(([], 0))
+    private struct Pending {
+        var events: [ServedEvent] = []
+        var dropped = 0
+        /// The repeat filter: the last version recorded per (host, client), and when.
+        var lastRecorded: [ClientKey: (version: Int, at: Double)] = [:]
+    }
+    private let buffer = Locked(Pending())
     private let writer = Locked<Task<Void, Never>?>(nil)
 
     /// Served events older than this many seconds are deleted (checked every ten minutes).
@@ -49,15 +54,11 @@ final class ServedLedger: Sendable {
     }
 
     func record(host: String, version: Int, at: Double, client: String) {
-        let isRepeat = lastRecorded.withLock { last -> Bool in
-            let key = ClientKey(host: host, client: client)
-            if let previous = last[key], previous.version == version, at - previous.at < Self.repeatInterval { return true }
-            if last.count >= Self.filterLimit { last.removeAll(keepingCapacity: true) }
-            last[key] = (version, at)
-            return false
-        }
-        if isRepeat { return }
         buffer.withLock { state in
+            let key = ClientKey(host: host, client: client)
+            if let previous = state.lastRecorded[key], previous.version == version, at - previous.at < Self.repeatInterval { return }
+            if state.lastRecorded.count >= Self.filterLimit { state.lastRecorded.removeAll(keepingCapacity: true) }
+            state.lastRecorded[key] = (version, at)
             if state.events.count < Self.capacity {
                 state.events.append(ServedEvent(host: host, version: version, at: at, client: client))
             } else {
@@ -69,8 +70,8 @@ final class ServedLedger: Sendable {
     /// Writes the buffered events now.
     func flush() {
         let (events, dropped) = buffer.withLock { state -> ([ServedEvent], Int) in
-            defer { state = ([], 0) }
-            return state
+            defer { (state.events, state.dropped) = ([], 0) }
+            return (state.events, state.dropped)
         }
         if dropped > 0 { logger.warning("served-event buffer full; events dropped", metadata: ["dropped": "\(dropped)"]) }
         guard !events.isEmpty else { return }

@@ -86,10 +86,7 @@ struct ClientRoutes: Sendable {
     /// origin's); nil when a port is there but is not 1–65535 (`a.test:0`, `a.test:443:443`).
     static func hostName(fromAuthority authority: Substring) -> Substring? {
         guard let colon = authority.lastIndex(of: ":"), !authority.hasSuffix("]") else { return authority }
-        let port = authority[authority.index(after: colon)...]
-        guard !port.isEmpty, port.count <= 5, port.allSatisfy(\.isASCIIDigit), let number = Int(port), (1...65535).contains(number) else {
-            return nil
-        }
+        guard OriginHost.port(authority[authority.index(after: colon)...]) != nil else { return nil }
         let name = authority[..<colon]
         return name.contains(":") ? nil : name
     }
@@ -349,10 +346,6 @@ extension Response {
 }
 
 /// Header names of Apple's CDN and of the edge, parsed once rather than per response.
-extension Character {
-    var isASCIIDigit: Bool { ("0"..."9").contains(self) }
-}
-
 extension HTTPField.Name {
     /// The first `Host` becomes the request's authority; any further one stays a field (RFC 9112
     /// §3.2: a request with more than one Host is answered 400).

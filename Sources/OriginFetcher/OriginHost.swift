@@ -22,6 +22,13 @@ public struct OriginHost: Sendable, Hashable, CustomStringConvertible {
         public var description: String { reason }
     }
 
+    /// A port written as 1–5 ASCII digits with a value from 1 to 65535, else nil.
+    public static func port(_ text: Substring) -> Int? {
+        guard !text.isEmpty, text.count <= 5, text.allSatisfy({ $0.isASCII && $0.isNumber }),
+              let value = Int(text), (1...65535).contains(value) else { return nil }
+        return value
+    }
+
     public init(_ text: String) throws(Invalid) {
         guard !text.isEmpty else { throw Invalid(reason: "empty host") }
         guard text.utf8.count <= 260 else { throw Invalid(reason: "host longer than 253 characters") }
@@ -34,9 +41,7 @@ public struct OriginHost: Sendable, Hashable, CustomStringConvertible {
         var port: Int?
         if hostPart.hasPrefix("[") { throw Invalid(reason: "IP literals are not allowed") }
         if let colon = hostPart.lastIndex(of: ":") {
-            let portText = hostPart[hostPart.index(after: colon)...]
-            guard !portText.isEmpty, portText.count <= 5, portText.allSatisfy({ $0.isASCII && $0.isNumber }),
-                  let value = Int(portText), (1...65535).contains(value) else {
+            guard let value = Self.port(hostPart[hostPart.index(after: colon)...]) else {
                 throw Invalid(reason: "port must be a number from 1 to 65535")
             }
             port = value == 443 ? nil : value

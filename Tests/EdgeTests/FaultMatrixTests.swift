@@ -72,24 +72,6 @@ func resourceCounts(_ pid: Int32) -> (fds: Int, threads: Int) {
     return (fds, threads)
 }
 
-/// Runs `body` for every element on its own thread (not `concurrentPerform`, which uses one
-/// thread per core) and returns the results in order.
-func concurrently<T: Sendable, R: Sendable>(_ items: [T], _ body: @escaping @Sendable (T) throws -> R) throws -> [R] {
-    let results = Locked<[Int: Result<R, Error>]>([:])
-    let group = DispatchGroup()
-    for (i, item) in items.enumerated() {
-        group.enter()
-        Thread {
-            let r = Result { try body(item) }
-            results.withLock { $0[i] = r }
-            group.leave()
-        }.start()
-    }
-    group.wait()
-    let collected = results.withLock { $0 }
-    return try (0..<items.count).map { try collected[$0]!.get() }
-}
-
 /// Every origin fault of the reliability brief, through the real binary and the real HTTPS test
 /// origin, once for a host with no copy and once for a host whose good copy has just expired:
 /// the contract's reason, details and Try-Direct; the good copy served stale and kept; the failure
@@ -98,7 +80,8 @@ func concurrently<T: Sendable, R: Sendable>(_ items: [T], _ body: @escaping @Sen
 @Suite(.serialized) struct FaultMatrixTests {
     struct Fault: Sendable {
         let name: String
-        /// The test origin's behaviour for the host (ignored for `dns` and `refused`).
+        /// The test origin's behaviour for the host (for `dns` and `refused`: a reset, which drops
+        /// the edge's kept-alive connection so its next attempt resolves the name again).
         let behaviour: JSONValue
         let reason: String
         let tryDirect: Bool

@@ -23,9 +23,8 @@ import Testing
     }
 
     static func originFetches(_ edge: EdgeProcess) throws -> Int {
-        let text = try edge.get("/metrics").text
-        return text.split(separator: "\n").filter { $0.hasPrefix("aasa_edge_origin_fetches_total") }
-            .compactMap { Double($0.split(separator: " ").last ?? "") }.reduce(0) { $0 + Int($1) }
+        let samples = prometheusSamples(try edge.get("/metrics").text)
+        return Int(samples.filter { $0.key.hasPrefix("aasa_edge_origin_fetches_total") }.values.reduce(0, +))
     }
 
     static let longLabel = String(repeating: "a", count: 64)
@@ -143,15 +142,7 @@ import Testing
         let before = resourceCounts(edge.pid).fds
         var sockets: [Int32] = []
         for _ in 0..<200 {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(edge.port).bigEndian)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            #expect(connected == 0)
+            let fd = try TestHTTP.connect(port: edge.port)
             _ = "GET /a/v1/\(Self.good) HTTP/1.1\r\nHost: x\r\n".withCString { send(fd, $0, strlen($0), 0) }
             sockets.append(fd)
         }
