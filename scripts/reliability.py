@@ -122,6 +122,7 @@ class Load:
         self.seen = {}  # (host, version) -> set of sha256
         self.statuses = {}
         self.connection_errors = 0
+        self.unexpected = []  # (host, status, x-cache, cache-status, failure reason) of the first non-200s
         self.threads = [threading.Thread(target=self.run, daemon=True) for _ in range(threads)]
         for t in self.threads:
             t.start()
@@ -140,6 +141,9 @@ class Load:
                 version = r.getheader("AASA-Edge-Version")
                 with self.lock:
                     self.statuses[r.status] = self.statuses.get(r.status, 0) + 1
+                    if r.status != 200 and len(self.unexpected) < 5:
+                        self.unexpected.append((host, r.status, r.getheader("X-Cache"), r.getheader("Cache-Status"),
+                                                r.getheader("Apple-Failure-Reason"), r.getheader("Apple-Failure-Details")))
                     if r.status == 200 and version:
                         self.seen.setdefault((host, int(version)), set()).add(hashlib.sha256(data).hexdigest())
             except (OSError, http.client.HTTPException):
@@ -338,7 +342,7 @@ def soak(args, work):
     if server_errors:
         failures.append(f"{server_errors} responses with 5xx")
     if not_ok:
-        failures.append(f"{not_ok} responses other than 200: {load.statuses}")
+        failures.append(f"{not_ok} responses other than 200: {load.statuses}; first: {load.unexpected}")
     if load.connection_errors:
         failures.append(f"{load.connection_errors} connection errors")
     if exit_status != 0:

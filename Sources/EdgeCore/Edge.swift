@@ -103,6 +103,9 @@ struct AppliedFetch: Sendable {
     let failure: FailureInfo?
     let durationMs: Double
     let originStatus: Int?
+    /// The host as this fetch left it: what its waiters are answered from when a hard purge
+    /// lands between the fetch and their reading the cache.
+    let entry: HostEntry?
 }
 
 /// The caching edge: copies in memory (loaded lazily from the store after a restart), one origin
@@ -209,7 +212,8 @@ public final class Edge: Sendable {
             break
         }
         let (applied, collapsed) = await sharedFetch(host, trigger: "request")
-        let after = self.entry(host)
+        let current = self.entry(host)
+        let after = current.snapshot == nil ? applied.entry ?? current : current
         let finished = clock.now()
         let outcome = Policy.outcome(after: applied.end, before: entry.state, now: finished, configuration: cache)
         if outcome != .failureMiss, let reply = copyReply(after, outcome: outcome, now: finished, collapsed: collapsed, originStatus: applied.originStatus) {
@@ -336,25 +340,29 @@ public final class Edge: Sendable {
             let snapshot = MemorySnapshot(version: version, body: result.body, sha256: result.sha256 ?? "", originETag: result.etag,
                                           originLastModified: result.lastModified, appIDs: appIDs, diagnostics: diagnostics)
             let change = recorded?.change.rawValue ?? (sameBytes ? "unchanged" : "updated")
-            entries.withLock {
-                $0.set(key, HostEntry(snapshot: snapshot, state: CacheState(copyConfirmedAt: now), failure: nil, storedVersion: version))
-            }
+            let entry = HostEntry(snapshot: snapshot, state: CacheState(copyConfirmedAt: now), failure: nil, storedVersion: version)
+            entries.withLock { $0.set(key, entry) }
             applied = AppliedFetch(end: change == "updated" ? .updated : .confirmed, change: change, version: version,
-                                   previousVersion: previous, failure: nil, durationMs: durationMs, originStatus: result.status)
+                                   previousVersion: previous, failure: nil, durationMs: durationMs, originStatus: result.status,
+                                   entry: entry)
         case .notModified:
             do { _ = try store.recordNotModified(host: key, fetch: record) } catch {
                 logger.error("store write failed", metadata: ["host": "\(key)", "error": "\(error)"])
                 metrics.storeWriteError()
             }
+            var confirmed = before
+            confirmed.state = CacheState(copyConfirmedAt: now)
+            confirmed.failure = nil
             entries.withLock { cache in
-                var entry = cache.get(key) ?? before
+                // A hard purge during the fetch stands: the 304 does not bring the copy back.
+                guard var entry = cache.get(key) ?? Optional(before), entry.snapshot != nil else { return }
                 entry.state = CacheState(copyConfirmedAt: now)
                 entry.failure = nil
                 cache.set(key, entry)
             }
             let version = before.snapshot?.version
             applied = AppliedFetch(end: .confirmed, change: "unchanged", version: version, previousVersion: version,
-                                   failure: nil, durationMs: durationMs, originStatus: result.status)
+                                   failure: nil, durationMs: durationMs, originStatus: result.status, entry: confirmed)
         case .failed(let originFailure):
             let failure = FailureInfo(reason: originFailure.reason, details: originFailure.detailsJSON, at: now, originStatus: result.status)
             do { _ = try store.recordFailure(host: key, reason: failure.reason, details: failure.details, fetch: record) } catch {
@@ -369,7 +377,7 @@ public final class Edge: Sendable {
             }
             let version = before.snapshot?.version
             applied = AppliedFetch(end: .failed, change: "failed", version: version, previousVersion: version,
-                                   failure: failure, durationMs: durationMs, originStatus: result.status)
+                                   failure: failure, durationMs: durationMs, originStatus: result.status, entry: nil)
         }
         metrics.originFetch(change: applied.change, failureReason: applied.failure?.reason, durationMs: durationMs)
         var metadata: Logger.Metadata = [

@@ -349,6 +349,30 @@ func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) rethrows
         #expect(try json(try edge.admin("GET", "/domains/\(host)"))["version"] == 1)
     }
 
+    /// A hard purge that lands while a request's revalidation is at the origin (found by the soak
+    /// as a rare 404 "no usable copy"): the waiting request gets the copy its 304 confirmed, and
+    /// the purge still stands — the next request fetches anew.
+    @Test func hardPurgeDuringARevalidation() throws {
+        let host = "purge-race.lab.test"
+        try origin.serve(host, body: aasaBody(), etag: "\"r1\"")
+        let edge = try startEdge(hosts: [host], extra: ["--ttl", "1"])
+        defer { edge.stop() }
+        #expect(try edge.get("/a/v1/\(host)")["x-cache"] == "miss")
+        usleep(1_200_000)  // expired: the next request revalidates
+        try origin.set(host, ["status": 200, "body": .string(aasaBody()), "etag": "\"r1\"", "delay": 1])
+        let answers = try concurrently([0, 1]) { i -> TestHTTP.Response? in
+            if i == 0 { return try edge.get("/a/v1/\(host)") }
+            usleep(400_000)  // the revalidation is at the origin now
+            #expect(try edge.admin("POST", "/domains/\(host)/purge").status == 200)
+            return nil
+        }
+        let answered = try #require(answers[0])
+        #expect(answered.status == 200, "\(answered.status) \(answered["apple-failure-reason"] ?? "")")
+        #expect(answered.text == aasaBody())
+        try origin.set(host, ["status": 200, "body": .string(aasaBody()), "etag": "\"r1\""])
+        #expect(try edge.get("/a/v1/\(host)")["x-cache"] == "miss", "the purge stands after the 304")
+    }
+
     @Test func releaseRefetchesExactlyTheHostsNamingTheApp() throws {
         let hosts = ["rel-a.lab.test", "rel-b.lab.test", "rel-c.lab.test", "rel-d.lab.test"]
         try origin.serve(hosts[0], body: aasaBody("ABCDE12345.com.shipping.app"))
