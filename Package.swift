@@ -70,6 +70,7 @@ let package = Package(
         .testTarget(name: "CachePolicyTests", dependencies: ["CachePolicy"]),
         .testTarget(name: "SnapshotStoreTests", dependencies: ["SnapshotStore"]),
         .testTarget(name: "EdgeCoreTests", dependencies: ["AASAEngine", "EdgeCore", "CachePolicy", "SnapshotStore", "TestOrigin"]),
+        .testTarget(name: "EdgeHTTPTests", dependencies: ["EdgeHTTP"]),
         .testTarget(name: "EdgeTests", dependencies: ["AASAEngine", "OriginFetcher", "SnapshotStore", "TestOrigin"]),
         .testTarget(name: "AASAEdgeCLITests", dependencies: ["AASAEngine", "TestOrigin"]),
     ]

@@ -47,7 +47,7 @@ public enum EdgeServer {
         DashboardRoutes(edge: edge, token: adminToken).register(on: router)
         return Application(
             router: router,
-            server: .http1(configuration: .init(additionalChannelHandlers: [HitFastPath(edge: edge, cache: hitCache, clientTimeout: idle)])),
+            server: .http1(configuration: .init(additionalChannelHandlers: [RequestTracker(edge: edge, cache: hitCache, clientTimeout: idle)])),
             configuration: ApplicationConfiguration(address: .hostname(host, port: port), backlog: 2048),
             onServerRunning: { channel in onListening(channel.localAddress?.port ?? port) },
             logger: logger
@@ -364,15 +364,22 @@ extension HTTPField.Name {
 /// The `Date` header value, formatted once per second.
 enum HTTPDate {
     private static let cache = NSLock()
-    nonisolated(unsafe) private static var second = 0
+    nonisolated(unsafe) private static var formattedSecond = 0
     nonisolated(unsafe) private static var text = ""
 
+    /// The current Unix second, as `now()` formats it.
+    static func second() -> Int {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME_COARSE, &spec)
+        return spec.tv_sec
+    }
+
     static func now() -> String {
-        let now = Int(Date().timeIntervalSince1970)
+        let now = second()
         cache.lock()
         defer { cache.unlock() }
-        if now != second {
-            second = now
+        if now != formattedSecond {
+            formattedSecond = now
             text = format(now)
         }
         return text

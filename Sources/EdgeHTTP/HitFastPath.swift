@@ -8,20 +8,175 @@ import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 import OriginFetcher
 
-/// Answers client requests the edge can serve from memory (a fresh copy, a cached failure) right
-/// on the event loop, ahead of the router: no task, no async channel, no actor hop. Everything
-/// else — misses, refreshes, admin, dashboard, bad hosts — passes through to Hummingbird
-/// unchanged. The edge decides (`Edge.serveFromMemory`); this handler only translates, with the
-/// same `ClientRoutes.parts` the router uses, so both paths answer alike.
+/// Answers client requests the edge can serve from memory (a fresh copy, a cached failure) from
+/// the raw bytes, at the very front of the connection's pipeline: no HTTP parser object, no
+/// HTTPTypes conversion, no task, no actor hop; a copy's response is a prebuilt byte buffer
+/// (head and body, rebuilt at most once per host per second) written as is. Everything else —
+/// misses, refreshes, admin, dashboard, bad hosts, anything outside `RequestHeadScanner`'s strict
+/// subset — passes to NIO's HTTP/1 parser and Hummingbird's router unchanged. The edge decides
+/// (`Edge.serveFromMemory`); this handler only translates, with the same `ClientRoutes.parts`
+/// the router uses, so both paths answer alike.
 ///
-/// Ordering with pipelined requests: while a request handed to the router has not been answered
-/// (its response `.end` has not passed outbound), later requests go to the router too, so
-/// responses leave in request order.
+/// Framing: requests are handed to NIO whole (the scanner framed them, and they have no body), so
+/// NIO's parser is always between requests when this handler answers one itself; it never sees
+/// those, and its encoder (which pairs each response with a request it parsed) never sees their
+/// responses. Once a request falls outside the subset, this connection's bytes all go to NIO.
+///
+/// Ordering with pipelined requests: while a request handed to the router is unanswered (see
+/// `RequestTracker`), later requests go to the router too, so responses leave in request order.
+final class HitFastPath: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+
+    private let edge: Edge
+    private let cache: HitResponseCache
+    private let connection: ConnectionState
+    /// Bytes of a request head not complete yet.
+    private var pending: ByteBuffer?
+    /// A request fell outside the scanner's subset: NIO's parser has the connection from here on.
+    private var passthrough = false
+    /// Responses written and not flushed yet (flushed once per read batch).
+    private var unflushed = false
+    /// Per connection (clients usually ask for one host with one User-Agent), so most hits parse
+    /// no host and format no client: the raw bytes last seen and what they stood for.
+    private var lastHost: (raw: [UInt8], fromAuthority: Bool, host: OriginHost)?
+    private var lastUserAgent: (raw: [UInt8], client: String)?
+    /// The last copy response written, reused while nothing in it changes.
+    private var lastWire: HitResponseCache.Wire?
+
+    init(edge: Edge, cache: HitResponseCache, connection: ConnectionState) {
+        self.edge = edge
+        self.cache = cache
+        self.connection = connection
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if passthrough {
+            context.fireChannelRead(data)
+            return
+        }
+        var buffer = unwrapInboundIn(data)
+        if var previous = pending {
+            pending = nil
+            previous.writeBuffer(&buffer)
+            buffer = previous
+        }
+        while buffer.readableBytes > 0 {
+            switch buffer.withUnsafeReadableBytes({ RequestHeadScanner.scan($0) }) {
+            case .incomplete:
+                pending = buffer
+                return
+            case .unsupported:
+                passthrough = true
+                context.fireChannelRead(wrapInboundOut(buffer))
+                return
+            case .head(let head):
+                if connection.routed == 0, let response = buffer.withUnsafeReadableBytes({ answer(head, $0, context) }) {
+                    buffer.moveReaderIndex(forwardBy: head.length)
+                    connection.heads &+= 1
+                    context.write(NIOAny(response), promise: nil)
+                    unflushed = true
+                } else {
+                    // Counted as routed by `RequestTracker` as NIO's parser passes it up.
+                    context.fireChannelRead(wrapInboundOut(buffer.readSlice(length: head.length)!))
+                }
+            }
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if unflushed {
+            unflushed = false
+            context.flush()
+        }
+        context.fireChannelReadComplete()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        pending = nil
+        context.fireChannelInactive()
+    }
+
+    /// The response bytes for a request the edge answers from memory, else nil (route it).
+    private func answer(_ head: RequestHeadScanner.Head, _ bytes: UnsafeRawBufferPointer, _ context: ChannelHandlerContext) -> ByteBuffer? {
+        // HTTP/1.1 requires a Host header; a request without one is the router's (and its 400's).
+        guard let hostField = head.host else { return nil }
+        let target = UnsafeRawBufferPointer(rebasing: bytes[head.target])
+        let raw: UnsafeRawBufferPointer
+        if target.starts(with: "/a/v1/".utf8) {
+            let name = target.dropFirst(6)
+            raw = UnsafeRawBufferPointer(rebasing: name[..<(name.firstIndex(of: UInt8(ascii: "?")) ?? name.endIndex)])
+        } else if target.elementsEqual("/.well-known/apple-app-site-association".utf8) || target.elementsEqual("/apple-app-site-association".utf8) {
+            raw = UnsafeRawBufferPointer(rebasing: bytes[hostField])
+        } else {
+            return nil
+        }
+        guard let host = host(raw, fromAuthority: !target.starts(with: "/a/v1/".utf8)) else { return nil }
+        guard let reply = edge.serveFromMemory(host, client: client(head, bytes, context)) else { return nil }
+        switch reply {
+        case .copy(_, _, let outcome, _), .failure(_, _, let outcome, _): edge.metrics.request(outcome)
+        }
+        if head.ifNoneMatch == nil, case .copy(let snapshot, let age, _, let cacheStatus) = reply {
+            let second = HTTPDate.second()
+            let wire: HitResponseCache.Wire
+            if let last = lastWire, last.host == host, last.version == snapshot.version, last.age == age, last.second == second,
+               last.cacheStatus == cacheStatus {
+                wire = last
+            } else {
+                wire = cache.wire(reply, host: host, configuration: edge.configuration.cache)
+                lastWire = wire
+            }
+            return head.isHead ? wire.bytes.getSlice(at: wire.bytes.readerIndex, length: wire.headLength) : wire.bytes
+        }
+        let ifNoneMatch = head.ifNoneMatch.map { String(decoding: UnsafeRawBufferPointer(rebasing: bytes[$0]), as: UTF8.self) }
+        let (response, body) = HitResponseCache.build(reply, host: host, ifNoneMatch: ifNoneMatch, configuration: edge.configuration.cache)
+        var out = context.channel.allocator.buffer(capacity: 512 + (body?.readableBytes ?? 0))
+        HitResponseCache.writeHead(response, into: &out)
+        if !head.isHead, var body { out.writeBuffer(&body) }
+        return out
+    }
+
+    /// The host named by raw target or Host-header bytes, when it parses and the edge serves it.
+    private func host(_ raw: UnsafeRawBufferPointer, fromAuthority: Bool) -> OriginHost? {
+        if let last = lastHost, last.fromAuthority == fromAuthority, last.raw.elementsEqual(raw) { return last.host }
+        var text = Substring(String(decoding: raw, as: UTF8.self))
+        if fromAuthority {
+            guard let name = ClientRoutes.hostName(fromAuthority: text) else { return nil }
+            text = name
+        }
+        guard let host = cache.host(text, edge: edge) else { return nil }
+        lastHost = (Array(raw), fromAuthority, host)
+        return host
+    }
+
+    /// `X-Client-ID`, else address + User-Agent (formatted once per connection and User-Agent).
+    private func client(_ head: RequestHeadScanner.Head, _ bytes: UnsafeRawBufferPointer, _ context: ChannelHandlerContext) -> String {
+        if let id = head.clientID, !id.isEmpty { return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[id]), as: UTF8.self) }
+        let userAgent = head.userAgent.map { UnsafeRawBufferPointer(rebasing: bytes[$0]) } ?? UnsafeRawBufferPointer(start: nil, count: 0)
+        if let last = lastUserAgent, last.raw.elementsEqual(userAgent) { return last.client }
+        let client = (context.remoteAddress?.ipAddress ?? "unknown") + " " + String(decoding: userAgent, as: UTF8.self)
+        lastUserAgent = (Array(userAgent), client)
+        return client
+    }
+}
+
+/// What one connection's handlers share (all on its event loop).
+final class ConnectionState {
+    /// Requests passed to the router and not yet answered.
+    var routed = 0
+    /// Request heads seen (answered by either path): the idle check's measure of progress.
+    var heads = 0
+}
+
+/// Sits after the HTTP codecs: counts the requests the router has to answer (a head passed up,
+/// its response's `.end` passed down), so `HitFastPath` keeps responses in request order, and
+/// closes idle connections. It installs `HitFastPath` at the front of the pipeline and
+/// `ExplicitConnectionClose` before the HTTPTypes codec.
 ///
 /// Slow and idle clients: a connection that sends no complete request head for `clientTimeout`
 /// (between one and two periods: a per-connection tick, not a timer per request) while nothing of
 /// its own is in progress is closed — slowloris heads, idle keep-alive.
-final class HitFastPath: ChannelDuplexHandler, RemovableChannelHandler {
+final class RequestTracker: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
     typealias OutboundIn = HTTPResponsePart
@@ -29,27 +184,8 @@ final class HitFastPath: ChannelDuplexHandler, RemovableChannelHandler {
 
     private let edge: Edge
     private let cache: HitResponseCache
-    /// The ledger's client for this connection when it sends no `X-Client-ID`: (User-Agent, client).
-    private var connectionClient: (userAgent: String, client: String)?
-    /// The answer to the request being read (its body and end are swallowed), or nil.
-    private var answer: Answer?
-    /// A context between NIO's HTTP/1 encoder and the HTTPTypes codec: prebuilt NIOHTTP1 response
-    /// heads are written from there, skipping the HTTPTypes → NIOHTTP1 conversion per hit. (Not
-    /// below the encoder: it pairs each response with the method its decoder recorded, so every
-    /// response must pass through it.)
-    private var http1Out: ChannelHandlerContext?
-
-    enum Answer {
-        /// A head and body for the HTTPTypes codec.
-        case typed(HTTPResponse, ByteBuffer?)
-        /// A prebuilt HTTP/1 head and body for NIO's encoder.
-        case http1(HTTPResponseHead, ByteBuffer?)
-    }
-    /// Requests passed to the router and not yet answered.
-    private var routed = 0
+    private let connection = ConnectionState()
     private let clientTimeout: TimeAmount?
-    /// Request heads seen, and the count at the previous tick of the idle check.
-    private var heads = 0
     private var headsAtLastTick = 0
     private var tick: Scheduled<Void>?
 
@@ -61,11 +197,15 @@ final class HitFastPath: ChannelDuplexHandler, RemovableChannelHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         if context.channel.isActive { scheduleTick(context) }
+        let pipeline = context.pipeline.syncOperations
         // Before the version-independent types drop the HTTP version, make "close after this
-        // response" explicit for HTTP/1.0 requests, for this handler and for Hummingbird alike.
-        if let codec = try? context.pipeline.syncOperations.handler(type: HTTP1ToHTTPServerCodec.self) {
-            try? context.pipeline.syncOperations.addHandler(ExplicitConnectionClose(), position: .before(codec))
-            http1Out = try? context.pipeline.syncOperations.context(handlerType: ExplicitConnectionClose.self)
+        // response" explicit for HTTP/1.0 requests, for Hummingbird.
+        if let codec = try? pipeline.handler(type: HTTP1ToHTTPServerCodec.self) {
+            try? pipeline.addHandler(ExplicitConnectionClose(), position: .before(codec))
+        }
+        // In front of NIO's HTTP/1 encoder and decoder: its writes go straight to the socket.
+        if let encoder = try? pipeline.handler(type: HTTPResponseEncoder.self) {
+            try? pipeline.addHandler(HitFastPath(edge: edge, cache: cache, connection: connection), position: .before(encoder))
         }
     }
 
@@ -83,15 +223,14 @@ final class HitFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     func handlerRemoved(context: ChannelHandlerContext) {
         tick?.cancel()
         tick = nil
-        http1Out = nil
     }
 
     private func scheduleTick(_ context: ChannelHandlerContext) {
         guard let clientTimeout, tick == nil else { return }
         tick = context.eventLoop.assumeIsolatedUnsafeUnchecked().scheduleTask(in: clientTimeout) {
             self.tick = nil
-            let idle = self.heads == self.headsAtLastTick && self.routed == 0 && self.answer == nil
-            self.headsAtLastTick = self.heads
+            let idle = self.connection.heads == self.headsAtLastTick && self.connection.routed == 0
+            self.headsAtLastTick = self.connection.heads
             if idle {
                 context.close(promise: nil)
             } else {
@@ -101,112 +240,43 @@ final class HitFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let part = unwrapInboundIn(data)
-        if let pending = answer {
-            if case .end = part {
-                answer = nil
-                switch pending {
-                case .http1(let head, let body):
-                    if let http1Out {
-                        http1Out.write(NIOAny(HTTPServerResponsePart.head(head)), promise: nil)
-                        if let body { http1Out.write(NIOAny(HTTPServerResponsePart.body(.byteBuffer(body))), promise: nil) }
-                        http1Out.writeAndFlush(NIOAny(HTTPServerResponsePart.end(nil)), promise: nil)
-                    }
-                case .typed(let head, let body):
-                    context.write(wrapOutboundOut(.head(head)), promise: nil)
-                    if let body { context.write(wrapOutboundOut(.body(body)), promise: nil) }
-                    context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-                }
-            }
-            return
-        }
-        if case .head(let request) = part {
-            heads &+= 1
-            if routed == 0, let prepared = prepare(request, context: context) {
-                answer = prepared
-                return
-            }
-            routed += 1
+        if case .head = unwrapInboundIn(data) {
+            connection.heads &+= 1
+            connection.routed += 1
         }
         context.fireChannelRead(data)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) { routed = max(0, routed - 1) }
+        if case .end = unwrapOutboundIn(data) { connection.routed = max(0, connection.routed - 1) }
         context.write(data, promise: promise)
-    }
-
-    private func prepare(_ request: HTTPRequest, context: ChannelHandlerContext) -> Answer? {
-        let isHead = request.method == .head
-        guard request.method == .get || isHead, let path = request.path else { return nil }
-        let raw: Substring
-        let utf8 = path.utf8
-        if utf8.starts(with: "/a/v1/".utf8) {
-            // Byte-wise (no grapheme work): the host runs to the query, if any.
-            let start = utf8.index(utf8.startIndex, offsetBy: 6)
-            raw = path[start..<(utf8[start...].firstIndex(of: UInt8(ascii: "?")) ?? utf8.endIndex)]
-        } else if path == "/.well-known/apple-app-site-association" || path == "/apple-app-site-association" {
-            guard request.headerFields[.secondHost] == nil else { return nil }  // the router answers 400
-            guard let name = ClientRoutes.hostName(fromAuthority: Substring(request.authority ?? "")) else { return nil }
-            raw = name
-        } else {
-            return nil
-        }
-        // A connection that asks to close is left to the router, which manages that.
-        if let connection = request.headerFields[.connection], connection.lowercased().contains("close") { return nil }
-        guard let host = cache.host(raw, edge: edge) else { return nil }
-        guard let reply = edge.serveFromMemory(host, client: client(request, context)) else { return nil }
-        switch reply {
-        case .copy(_, _, let outcome, _), .failure(_, _, let outcome, _): edge.metrics.request(outcome)
-        }
-        let built = cache.parts(reply, host: host, ifNoneMatch: request.headerFields[.ifNoneMatch], configuration: edge.configuration.cache)
-        if http1Out != nil, let head = built.http1Head {
-            return .http1(head, isHead ? nil : built.body)
-        }
-        return .typed(built.head, isHead ? nil : built.body)
-    }
-
-    /// `X-Client-ID`, else address + User-Agent (the address formatted once per connection).
-    private func client(_ request: HTTPRequest, _ context: ChannelHandlerContext) -> String {
-        if let id = request.headerFields[.clientID], !id.isEmpty { return id }
-        let userAgent = request.headerFields[.userAgent] ?? ""
-        if let known = connectionClient, known.userAgent == userAgent { return known.client }
-        let client = (context.remoteAddress?.ipAddress ?? "unknown") + " " + userAgent
-        connectionClient = (userAgent, client)
-        return client
     }
 }
 
-/// What the fast path reuses across requests: parsed and allowed hosts by their raw spelling,
-/// and per host the last response head built (valid while the version, `Age`, `Cache-Status` and
-/// `Date` it carries are unchanged, so at most one build per host per second) with its body
-/// buffer (shared, never copied per hit).
+/// What the fast path shares across connections: parsed and allowed hosts by their raw spelling,
+/// and per host the last copy response built as bytes (valid while the version, `Age`,
+/// `Cache-Status` and `Date` it carries are unchanged, so at most one build per host per second),
+/// its body bytes reused from the previous build while the version holds.
 final class HitResponseCache: @unchecked Sendable {
-    private struct Built {
+    /// A copy's whole HTTP/1.1 response: status line, fields, blank line, body.
+    struct Wire {
+        let host: OriginHost
         let version: Int
         let age: Int
         let cacheStatus: String
-        let date: String
-        let head: HTTPResponse
-        let body: ByteBuffer?
-        /// `head` as NIOHTTP1 builds it.
-        let http1Head: HTTPResponseHead
-    }
-
-    /// A response for the fast path: always the typed parts; for a copy without a conditional
-    /// request also its NIOHTTP1 head, shared by every hit on the host within the second.
-    struct Prepared {
-        let head: HTTPResponse
-        let body: ByteBuffer?
-        let http1Head: HTTPResponseHead?
+        /// The `Date` second it carries.
+        let second: Int
+        let bytes: ByteBuffer
+        /// The status line and fields with the blank line: the answer to `HEAD`.
+        let headLength: Int
     }
 
     private let lock = NIOLock()
     private var hosts: [Substring: OriginHost] = [:]
-    private var built: [String: Built] = [:]
+    private var built: [OriginHost: Wire] = [:]
     private static let limit = 50_000
-    /// Built heads hold a body buffer each, outside `--memory-cache-mb`: keep only a hot set
-    /// (about 25 MB at 3 KB per entry), rebuilt from the memory cache when it is cleared.
+    /// Built responses hold a body each, outside `--memory-cache-mb`: keep only a hot set (about
+    /// 25 MB at 3 KB per entry), rebuilt from the memory cache when it is cleared.
     private static let builtLimit = 8_192
 
     /// The host for a raw spelling, when it parses and the edge serves it.
@@ -220,34 +290,60 @@ final class HitResponseCache: @unchecked Sendable {
         return host
     }
 
-    func parts(_ reply: EdgeReply, host: OriginHost, ifNoneMatch: String?, configuration: CacheConfiguration) -> Prepared {
-        guard ifNoneMatch == nil, case .copy(let snapshot, let age, _, let cacheStatus) = reply else {
-            let (head, body) = Self.build(reply, host: host, ifNoneMatch: ifNoneMatch, configuration: configuration)
-            return Prepared(head: head, body: body, http1Head: nil)
+    /// The response bytes for a copy (`reply` must be `.copy`), shared by every hit on the host
+    /// within the second.
+    func wire(_ reply: EdgeReply, host: OriginHost, configuration: CacheConfiguration) -> Wire {
+        guard case .copy(let snapshot, let age, _, let cacheStatus) = reply else { preconditionFailure("wire(_:) takes a copy") }
+        let second = HTTPDate.second()
+        let previous = lock.withLock { built[host] }
+        if let previous, previous.version == snapshot.version, previous.age == age, previous.cacheStatus == cacheStatus,
+           previous.second == second {
+            return previous
         }
-        let date = HTTPDate.now()
-        let key = host.description
-        let previous = lock.withLock { built[key] }
-        if let previous, previous.version == snapshot.version, previous.age == age, previous.cacheStatus == cacheStatus, previous.date == date {
-            return Prepared(head: previous.head, body: previous.body, http1Head: previous.http1Head)
+        let (head, body) = Self.build(reply, host: host, ifNoneMatch: nil, configuration: configuration)
+        var bytes = ByteBuffer()
+        bytes.reserveCapacity(600 + (body?.readableBytes ?? 0))
+        Self.writeHead(head, into: &bytes)
+        let headLength = bytes.readableBytes
+        if let previous, previous.version == snapshot.version {
+            // The same body: copy it from the previous bytes rather than re-encode the snapshot.
+            bytes.writeImmutableBuffer(previous.bytes.getSlice(at: previous.bytes.readerIndex + previous.headLength,
+                                                               length: previous.bytes.readableBytes - previous.headLength)!)
+        } else if let body {
+            bytes.writeImmutableBuffer(body)
         }
-        var (head, body) = Self.build(reply, host: host, ifNoneMatch: nil, configuration: configuration)
-        if let previous, previous.version == snapshot.version, let shared = previous.body { body = shared }
-        let http1Head = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: head.status.code),
-                                         headers: HTTPHeaders(head.headerFields))
-        let entry = Built(version: snapshot.version, age: age, cacheStatus: cacheStatus, date: date, head: head, body: body,
-                          http1Head: http1Head)
+        let wire = Wire(host: host, version: snapshot.version, age: age, cacheStatus: cacheStatus, second: second, bytes: bytes,
+                        headLength: headLength)
         lock.withLock {
             if built.count >= Self.builtLimit { built.removeAll(keepingCapacity: true) }
-            built[key] = entry
+            built[host] = wire
         }
-        return Prepared(head: head, body: body, http1Head: http1Head)
+        return wire
     }
 
-    private static func build(_ reply: EdgeReply, host: OriginHost, ifNoneMatch: String?, configuration: CacheConfiguration) -> (HTTPResponse, ByteBuffer?) {
+    /// The router's response parts for a reply, with `Content-Length` (not on a 304: it has no
+    /// body, and a length there would have to be the 200's).
+    static func build(_ reply: EdgeReply, host: OriginHost, ifNoneMatch: String?, configuration: CacheConfiguration) -> (HTTPResponse, ByteBuffer?) {
         var (head, body) = ClientRoutes.parts(reply, host: host, ifNoneMatch: ifNoneMatch, cache: configuration)
-        head.headerFields[.contentLength] = String(body?.readableBytes ?? 0)
+        if head.status != .notModified { head.headerFields[.contentLength] = String(body?.readableBytes ?? 0) }
         return (head, body)
+    }
+
+    /// An HTTP/1.1 status line and fields with the closing blank line. The values come from
+    /// `HTTPFields`, which admits no CR or LF in them.
+    static func writeHead(_ head: HTTPResponse, into buffer: inout ByteBuffer) {
+        buffer.writeStaticString("HTTP/1.1 ")
+        buffer.writeString(String(head.status.code))
+        buffer.writeStaticString(" ")
+        buffer.writeString(head.status.reasonPhrase)
+        buffer.writeStaticString("\r\n")
+        for field in head.headerFields {
+            buffer.writeString(field.name.rawName)
+            buffer.writeStaticString(": ")
+            buffer.writeString(field.value)
+            buffer.writeStaticString("\r\n")
+        }
+        buffer.writeStaticString("\r\n")
     }
 }
 
