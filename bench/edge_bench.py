@@ -466,6 +466,8 @@ def table(results):
         lines.append("P1 hit throughput (wrk -t1 -c64, median [min-max] of %d rounds)" % results["meta"]["rounds"])
         lines.append(f"  {'system':18} {'req/s':>22} {'p50 ms':>8} {'p99 ms':>8} {'CPU s/100k':>11} {'edge/x':>7}")
         for name, e in results["P1"].items():
+            if name == "measured":
+                continue
             lines.append(f"  {name:18} {e['rps']['median']:8.0f} [{e['rps']['min']:5.0f}-{e['rps']['max']:5.0f}] "
                          f"{e['p50_ms']['median']:8.2f} {e['p99_ms']['median']:8.2f} {e['cpu_s_per_100k']['median']:11.2f} {e['edge_ratio']:7.2f}")
     if "P2" in results:
@@ -531,8 +533,24 @@ def main():
         subprocess.run(["bash", os.path.join(HERE, "run-matcher-bench.sh")], check=True, capture_output=True)
         results["P4"] = json.load(open(latest))
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
-    with open(os.path.join(HERE, "results/edge-latest.json"), "w") as f:
-        json.dump(results, f, indent=2)
+    latest_path = os.path.join(HERE, "results/edge-latest.json")
+    measured = {"date": results["meta"]["date"], "commit": commit}
+    for section in ("P1", "P2", "P3", "P4", "P5"):
+        if section in results and isinstance(results[section], dict):
+            results[section]["measured"] = measured
+    # A partial run (--only) keeps the other sections of the previous latest file, each with the
+    # date and commit it was measured at, so the file always holds the newest figure of each.
+    merged = dict(results)
+    try:
+        previous = json.load(open(latest_path))
+        for section in ("P1", "P2", "P3", "P4", "P5"):
+            if section not in merged and isinstance(previous.get(section), dict):
+                merged[section] = previous[section]
+                merged[section].setdefault("measured", {"date": previous["meta"]["date"], "commit": previous["meta"]["commit"]})
+    except (FileNotFoundError, ValueError, KeyError):
+        pass
+    with open(latest_path, "w") as f:
+        json.dump(merged, f, indent=2)
     history = os.path.join(HERE, "results/edge-history.tsv")
     if not os.path.exists(history):
         with open(history, "w") as f:
@@ -551,7 +569,7 @@ def main():
                            pick("P1", "nginx static", "rps", "median"), pick("P1", "aasa-edge", "p99_ms", "median"),
                            pick("P2", "origin_requests"), pick("P2", "all_answered_s"), pick("P3", "ratio_to_bound"),
                            pick("P5", "rss_mb"), pick("P5", "restart_to_first_hit_s")]) + "\n")
-    print(table(results))
+    print(table(merged))
 
 
 if __name__ == "__main__":
