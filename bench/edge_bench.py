@@ -26,6 +26,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import signal
 import statistics
 import subprocess
@@ -190,11 +191,21 @@ def wait_for(port, path="/", host=None, seconds=20):
     raise RuntimeError(f"nothing answers on port {port}")
 
 
+def ensure_free(port):
+    """Refuses to measure whatever already listens on a benchmark port (a leftover server)."""
+    with socket.socket() as probe:
+        if probe.connect_ex(("127.0.0.1", port)) == 0:
+            raise RuntimeError(f"port {port} is already in use: stop the process listening there first")
+
+
 def start_edge(binary, db, origin_port, name="edge", extra=()):
+    ensure_free(PORTS["edge"])
     cmd = [binary, "serve", "--port", str(PORTS["edge"]), "--db", db, "--admin-token", "bench-token",
            "--connect-to", f"::127.0.0.1:{origin_port}", "--ca-file", f"{WORK}/ca.pem", *extra]
     server = Server(name, cmd)
     wait_for(PORTS["edge"], "/healthz")
+    if server.proc.poll() is not None:
+        raise RuntimeError(f"the edge exited (status {server.proc.returncode}); see {WORK}/{name}.log")
     return server
 
 
@@ -500,6 +511,8 @@ def main():
     parser.add_argument("--p5-hosts", type=int, default=100000)
     args = parser.parse_args()
     only = set(args.only.upper().split(","))
+    for port in PORTS.values():
+        ensure_free(port)
     for folder in ("", "/p1", "/p2", "/p3", "/p5", "/slow/logs"):
         os.makedirs(WORK + folder, exist_ok=True)
     for stale in ("p1", "p2", "p3"):

@@ -132,9 +132,28 @@ public final class Edge: Sendable {
         self.clock = clock
         self.logger = logger
         limiter = AsyncLimiter(limit: configuration.refetchConcurrency)
-        entries = Locked(MemoryCache(budget: configuration.memoryBudgetBytes))
-        ledger = ServedLedger(store: store, logger: logger, retention: configuration.ledgerRetention, clock: clock)
+        let entries = Locked(MemoryCache(budget: configuration.memoryBudgetBytes))
+        self.entries = entries
+        ledger = ServedLedger(store: store, logger: logger, retention: configuration.ledgerRetention, clock: clock,
+                              everySecond: { Self.releaseEvictedMemory(entries) })
     }
+
+    /// After evictions, hands the freed memory back to the system: glibc keeps freed small blocks
+    /// in its arenas, so without this the process stays at its high-water mark.
+    private static func releaseEvictedMemory(_ entries: Locked<MemoryCache>) {
+        guard entries.withLock({ $0.takeEvictions() }) > 0 else { return }
+        mallocTrim?(0)
+    }
+
+    /// glibc's `malloc_trim` (not in the Glibc module map), nil on other C libraries.
+    private static let mallocTrim: (@convention(c) (Int) -> Int32)? = {
+        #if canImport(Glibc)
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)
+        #else
+        return nil
+        #endif
+    }()
 
     /// The propagation ledger of a host (admin API shape); nil when the host is unknown.
     public func propagation(_ host: OriginHost) throws -> JSONValue? {

@@ -16,7 +16,7 @@ final class ServedLedger: Sendable {
     /// Seconds within which a repeat of the same (host, client, version) is not recorded again.
     static let repeatInterval = 60.0
     /// Bound of the repeat filter (forgotten wholesale when reached: at worst an extra row).
-    static let filterLimit = 100_000
+    static let filterLimit = 16_384
 
     private struct ClientKey: Hashable {
         let host: String
@@ -37,7 +37,8 @@ final class ServedLedger: Sendable {
     /// Served events older than this many seconds are deleted (checked every ten minutes).
     private let retention: Double
 
-    init(store: SnapshotStore, logger: Logger, retention: Double, clock: any WallClock) {
+    /// - Parameter everySecond: other housekeeping, run after each second's flush.
+    init(store: SnapshotStore, logger: Logger, retention: Double, clock: any WallClock, everySecond: @escaping @Sendable () -> Void = {}) {
         self.store = store
         self.logger = logger
         self.retention = retention
@@ -46,6 +47,7 @@ final class ServedLedger: Sendable {
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(1))
                 self?.flush()
+                everySecond()
                 ticks += 1
                 if ticks % 600 == 1 { self?.prune(now: clock.now()) }
             }

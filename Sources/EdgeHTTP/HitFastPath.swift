@@ -274,7 +274,8 @@ final class HitResponseCache: @unchecked Sendable {
     private let lock = NIOLock()
     private var hosts: [Substring: OriginHost] = [:]
     private var built: [OriginHost: Wire] = [:]
-    private static let limit = 50_000
+    /// Parsed hosts kept (cleared wholesale when reached); connections also remember their last.
+    private static let limit = 4_096
     /// Built responses hold a body each, outside `--memory-cache-mb`: keep only a hot set (about
     /// 25 MB at 3 KB per entry), rebuilt from the memory cache when it is cleared.
     private static let builtLimit = 8_192

@@ -22,8 +22,10 @@ final class CurlMultiLoop: @unchecked Sendable {
     init() {
         precondition(CurlGlobal.initialized, "curl_global_init failed")
         multi = curl_multi_init()!
-        // Keep a generous connection cache: the edge refetches many hosts.
-        _ = aasa_curl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, 256)
+        // A small idle-connection cache: each host is refetched hours apart, and a connection is
+        // only reusable for its own host name (TLS), so most cached connections would never be
+        // used again, while each holds TLS state and buffers (tens of KB).
+        _ = aasa_curl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, 32)
         let thread = Thread { [unowned self] in self.run() }
         thread.name = "aasa-edge curl"
         thread.start()
