@@ -525,6 +525,9 @@ def main():
     with open(f"{WORK}/body.json", "w") as f:
         f.write(aasa_body())
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    if subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no", "--", "Sources", "Package.swift"],
+                      capture_output=True, text=True).stdout.strip():
+        commit += "+dirty"  # measured with uncommitted source changes
     results = {"meta": {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"), "commit": commit,
                         "cores": os.cpu_count(), "rounds": args.rounds, "duration_s": args.duration,
                         "body_bytes": os.path.getsize(f"{WORK}/body.json")}}

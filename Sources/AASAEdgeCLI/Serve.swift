@@ -48,7 +48,7 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("refetch-concurrency"), help: "Origin fetches in flight at once for releases and background refreshes.")
     var refetchConcurrency = 64
 
-    @Option(name: .customLong("memory-cache-mb"), help: "Bound of the in-memory copy of bodies; least recently used hosts leave memory, never the store.")
+    @Option(name: .customLong("memory-cache-mb"), help: "Bound of the in-memory copy of bodies (each host also counts its strings and entry); least recently used hosts leave memory, never the store.")
     var memoryCacheMB = 64
 
     @Option(name: .customLong("ledger-retention-days"), help: "Days the propagation ledger keeps served-version events.")

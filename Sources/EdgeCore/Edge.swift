@@ -10,8 +10,9 @@ public struct EdgeConfiguration: Sendable {
     /// `--allow-domain` suffixes; empty admits every domain.
     public var allowDomains: [String]
     public var refetchConcurrency: Int
-    /// `--memory-cache-mb`: bodies held in memory; least recently used hosts leave memory (never
-    /// the store) and are read back from the store when next asked for.
+    /// `--memory-cache-mb`: what host entries hold in memory (bodies, their strings, the entries
+    /// themselves); least recently used hosts leave memory (never the store) and are read back
+    /// from the store when next asked for.
     public var memoryBudgetBytes: Int
     /// `--ledger-retention-days`, in seconds.
     public var ledgerRetention: Double
