@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# libFuzzer run of the AASA engine (fuzz/AASAFuzz.swift): parser, validator, matcher, diff.
-#   scripts/fuzz.sh quick      200,000 executions (make test)
-#   scripts/fuzz.sh long       10,000,000 executions (make reliability)
+# libFuzzer runs of two targets, each that many executions:
+#   - the AASA engine (fuzz/AASAFuzz.swift): parser, validator, matcher, diff;
+#   - the hit path's request framing (fuzz/RequestHeadFuzz.swift, seeds in fuzz/request-seeds/).
+#   scripts/fuzz.sh quick      200,000 executions each (make test)
+#   scripts/fuzz.sh long       10,000,000 executions each (make reliability)
 #   scripts/fuzz.sh RUNS       that many
 # Seeds: examples/*.json, every JSON object literal in Tests/**/*.swift, each also paired with
 # URLs from the tests; plus fuzz/regressions/* (inputs that once failed), which run first.
@@ -17,12 +19,17 @@ case "${1:-quick}" in
 esac
 out=.build/fuzz
 mkdir -p "$out/corpus" "$out/seeds"
-if [ ! -x "$out/aasa-fuzz" ] || [ -n "$(find Sources/AASAEngine fuzz -name '*.swift' -newer "$out/aasa-fuzz")" ]; then
-  echo "fuzz: building $out/aasa-fuzz (-sanitize=fuzzer,address)"
-  swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name AASAFuzz \
-    Sources/AASAEngine/*.swift fuzz/AASAFuzz.swift -o "$out/aasa-fuzz" 2> "$out/build.log" \
-    || { cat "$out/build.log"; exit 1; }
-fi
+# build TARGET SOURCES...: compiles a fuzz target when missing or older than its sources.
+build() {
+  local target=$1; shift
+  if [ ! -x "$out/$target" ] || [ -n "$(find "$@" -newer "$out/$target")" ]; then
+    echo "fuzz: building $out/$target (-sanitize=fuzzer,address)"
+    swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name "$(echo "$target" | tr -d -)" \
+      "$@" -o "$out/$target" 2> "$out/build.log" || { cat "$out/build.log"; exit 1; }
+  fi
+}
+build aasa-fuzz Sources/AASAEngine/*.swift fuzz/AASAFuzz.swift
+build request-head-fuzz Sources/EdgeHTTP/RequestHeadScanner.swift fuzz/RequestHeadFuzz.swift
 python3 - "$out/seeds" <<'PY'
 import glob, hashlib, os, re, sys
 seeds, urls, bodies = sys.argv[1], set(), set()
@@ -45,10 +52,18 @@ PY
 if [ -d fuzz/regressions ] && [ -n "$(ls -A fuzz/regressions 2>/dev/null)" ]; then
   ASAN_OPTIONS=detect_leaks=0 "$out/aasa-fuzz" fuzz/regressions/* 2>&1 | tail -1
 fi
-log="$out/last-run.log"
-ASAN_OPTIONS=detect_leaks=0 "$out/aasa-fuzz" -runs="$runs" -max_len=8192 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -detect_leaks=0 \
-  -artifact_prefix="$out/" "$out/corpus" "$out/seeds" > "$log" 2>&1 || { tail -40 "$log"; exit 1; }
-execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')
-secs=$(grep -o 'Done [0-9]* runs in [0-9]* second' "$log" | grep -o 'in [0-9]*' | grep -o '[0-9]*')
-cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1)
-echo "fuzz: ${execs} executions in ${secs} s, ${cov}, corpus $(ls "$out/corpus" | wc -l) inputs, 0 crashes"
+# fuzz TARGET CORPUS SEEDS...: runs one target, prints its figures, fails with the last output on a finding.
+fuzz() {
+  local target=$1 runs=$2 corpus=$3; shift 3
+  local log="$out/$target.log"
+  mkdir -p "$corpus"
+  ASAN_OPTIONS=detect_leaks=0 "$out/$target" -runs="$runs" -max_len=8192 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -detect_leaks=0 \
+    -artifact_prefix="$out/" "$corpus" "$@" > "$log" 2>&1 || { tail -40 "$log"; exit 1; }
+  local execs secs cov
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')
+  secs=$(grep -o 'Done [0-9]* runs in [0-9]* second' "$log" | grep -o 'in [0-9]*' | grep -o '[0-9]*')
+  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1)
+  echo "fuzz $target: ${execs} executions in ${secs} s, ${cov}, corpus $(ls "$corpus" | wc -l) inputs, 0 crashes"
+}
+fuzz aasa-fuzz "$runs" "$out/corpus" "$out/seeds"
+fuzz request-head-fuzz "$runs" "$out/request-corpus" fuzz/request-seeds
