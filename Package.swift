@@ -41,7 +41,7 @@ let package = Package(
         .target(name: "EdgeHTTP", dependencies: [
             "AASAEngine", "CachePolicy", "EdgeCore", "OriginFetcher",
             .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types"),
-            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
             .product(name: "NIOHTTP1", package: "swift-nio"),

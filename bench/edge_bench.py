@@ -40,7 +40,7 @@ WORK = "/tmp/aasa-edge-bench"
 HOST = "app.bench.test"
 AASA_PATH = "/.well-known/apple-app-site-association"
 PORTS = {"origin_tls": 19443, "origin_plain": 19080, "origin_50ms": 19444, "origin_200ms": 19445, "origin_distinct": 19446,
-         "static": 19081, "nginx_proxy": 19082, "varnish": 19083, "edge": 19084}
+         "static": 19081, "nginx_proxy": 19082, "varnish": 19083, "edge": 19084, "edge_one_loop": 19085}
 ECHO_MODULE = "/usr/lib/nginx/modules/ngx_http_echo_module.so"
 
 
@@ -198,12 +198,12 @@ def ensure_free(port):
             raise RuntimeError(f"port {port} is already in use: stop the process listening there first")
 
 
-def start_edge(binary, db, origin_port, name="edge", extra=()):
-    ensure_free(PORTS["edge"])
-    cmd = [binary, "serve", "--port", str(PORTS["edge"]), "--db", db, "--admin-token", "bench-token",
+def start_edge(binary, db, origin_port, name="edge", extra=(), port=PORTS["edge"]):
+    ensure_free(port)
+    cmd = [binary, "serve", "--port", str(port), "--db", db, "--admin-token", "bench-token",
            "--connect-to", f"::127.0.0.1:{origin_port}", "--ca-file", f"{WORK}/ca.pem", *extra]
     server = Server(name, cmd)
-    wait_for(PORTS["edge"], "/healthz")
+    wait_for(port, "/healthz")
     if server.proc.poll() is not None:
         raise RuntimeError(f"the edge exited (status {server.proc.returncode}); see {WORK}/{name}.log")
     return server
@@ -234,6 +234,8 @@ def p1(binary, rounds, duration):
     body = open(f"{WORK}/body.json", "rb").read()
     systems = {
         "aasa-edge": (PORTS["edge"], f"/a/v1/{HOST}", None),
+        # The same binary with one serving thread, leaving the other core to wrk (a variant, not a peer).
+        "aasa-edge 1 loop": (PORTS["edge_one_loop"], f"/a/v1/{HOST}", None),
         "nginx proxy_cache": (PORTS["nginx_proxy"], AASA_PATH, HOST),
         "varnish": (PORTS["varnish"], AASA_PATH, HOST),
         "nginx static": (PORTS["static"], AASA_PATH, HOST),
@@ -265,6 +267,8 @@ def p1(binary, rounds, duration):
                                             "-b", f"127.0.0.1:{PORTS['origin_plain']}", "-n", f"{WORK}/varnish",
                                             "-s", "malloc,64m", "-p", "default_ttl=3600"])
     servers["aasa-edge"] = start_edge(binary, f"{WORK}/p1/edge.sqlite", PORTS["origin_tls"], extra=["--ttl", "3600"])
+    servers["aasa-edge 1 loop"] = start_edge(binary, f"{WORK}/p1/edge-one-loop.sqlite", PORTS["origin_tls"], name="edge-one-loop",
+                                             port=PORTS["edge_one_loop"], extra=["--ttl", "3600", "--event-loops", "1"])
     try:
         for name, (port, path, host) in systems.items():
             wait_for(port, path, host)
@@ -515,10 +519,10 @@ def main():
         ensure_free(port)
     for folder in ("", "/p1", "/p2", "/p3", "/p5", "/slow/logs"):
         os.makedirs(WORK + folder, exist_ok=True)
-    for stale in ("p1", "p2", "p3"):
+    for stale in ("p1/edge", "p1/edge-one-loop", "p2/edge", "p3/edge"):
         for suffix in ("", "-wal", "-shm"):
             try:
-                os.remove(f"{WORK}/{stale}/edge.sqlite{suffix}")
+                os.remove(f"{WORK}/{stale}.sqlite{suffix}")
             except FileNotFoundError:
                 pass
     make_certificates()

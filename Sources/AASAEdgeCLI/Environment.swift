@@ -35,6 +35,7 @@ enum EnvironmentDefaults {
         Option(flag: "memory-cache-mb", kind: .value),
         Option(flag: "ledger-retention-days", kind: .value),
         Option(flag: "client-timeout", kind: .value),
+        Option(flag: "event-loops", kind: .value),
         Option(flag: "admin-token", kind: .value),
     ]
 

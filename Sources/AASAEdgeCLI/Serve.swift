@@ -57,6 +57,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("client-timeout"), help: ArgumentHelp("Seconds a client connection may go without sending a complete request head (slow or idle clients) before it is closed; 0: never.", valueName: "SECONDS"))
     var clientTimeout: Double = 60
 
+    @Option(name: .customLong("event-loops"), help: ArgumentHelp("Threads answering client connections; 0: one per core. Fewer than the cores leaves CPU to other work on the machine (a load generator, the origin).", valueName: "N"))
+    var eventLoops = 0
+
     @Option(name: .customLong("admin-token"), help: ArgumentHelp("Bearer token for /admin/v1. When absent: reuse <db folder>/admin-token, else generate one, write it there (mode 0600) and print it once.", valueName: "TOKEN"))
     var adminToken: String?
 
@@ -67,6 +70,7 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("\(name) must be a non-negative number of seconds")
         }
         guard refetchConcurrency >= 1 else { throw ValidationError("--refetch-concurrency must be at least 1") }
+        guard (0...256).contains(eventLoops) else { throw ValidationError("--event-loops must be 0 (one per core) to 256") }
     }
 
     func run() async throws {
@@ -88,7 +92,8 @@ struct Serve: AsyncParsableCommand {
                         store: store, fetcher: fetcher, logger: logger)
         let listenHost = host
         let app = EdgeServer.application(edge: edge, adminToken: token, host: host, port: port,
-                                         clientTimeout: clientTimeout > 0 ? clientTimeout : nil, logger: logger,
+                                         clientTimeout: clientTimeout > 0 ? clientTimeout : nil,
+                                         eventLoops: eventLoops > 0 ? eventLoops : nil, logger: logger,
                                          metricsText: { registry.emitToBuffer() }) { boundPort in
             logger.notice("listening on http://\(listenHost):\(boundPort)")
         }

@@ -6,6 +6,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import NIOPosix
 import OriginFetcher
 
 /// The HTTP face of the edge: Apple's CDN routes, the admin API, health. It translates requests
@@ -15,7 +16,9 @@ public enum EdgeServer {
     ///   - metricsText: renders the metrics registry in Prometheus text format.
     ///   - clientTimeout: seconds a client connection may go without sending a complete request
     ///     head (slowloris, idle keep-alive) before it is closed; nil: never.
-    public static func application(edge: Edge, adminToken: String, host: String, port: Int, clientTimeout: Double? = 60, logger: Logger,
+    ///   - eventLoops: threads serving connections; nil: NIO's shared group, one per core.
+    public static func application(edge: Edge, adminToken: String, host: String, port: Int, clientTimeout: Double? = 60,
+                                   eventLoops: Int? = nil, logger: Logger,
                                    metricsText: @escaping @Sendable () -> [UInt8],
                                    onListening: @escaping @Sendable (Int) -> Void) -> some ApplicationProtocol {
         let router = Router(context: EdgeRequestContext.self)
@@ -50,6 +53,8 @@ public enum EdgeServer {
             server: .http1(configuration: .init(additionalChannelHandlers: [RequestTracker(edge: edge, cache: hitCache, clientTimeout: idle)])),
             configuration: ApplicationConfiguration(address: .hostname(host, port: port), backlog: 2048),
             onServerRunning: { channel in onListening(channel.localAddress?.port ?? port) },
+            // A group of its own lives as long as the process (the server runs until exit).
+            eventLoopGroupProvider: eventLoops.map { .shared(MultiThreadedEventLoopGroup(numberOfThreads: $0)) } ?? .singleton,
             logger: logger
         )
     }

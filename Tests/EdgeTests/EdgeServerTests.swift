@@ -327,6 +327,20 @@ func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) rethrows
         #expect(detail["version"] == 2)
     }
 
+    /// `--event-loops N` runs exactly N threads serving connections (named by NIO), 0 one per core.
+    @Test(arguments: [1, 3]) func eventLoopsSetsTheServingThreads(_ loops: Int) throws {
+        let host = "loops\(loops).lab.test"
+        try origin.serve(host, body: aasaBody())
+        let edge = try startEdge(hosts: [host], extra: ["--event-loops", String(loops)])
+        defer { edge.stop() }
+        #expect(try edge.get("/a/v1/\(host)").status == 200)
+        let tasks = "/proc/\(edge.pid)/task"
+        let names = try FileManager.default.contentsOfDirectory(atPath: tasks).compactMap {
+            try? String(contentsOfFile: "\(tasks)/\($0)/comm", encoding: .utf8)
+        }
+        #expect(names.filter { $0.hasPrefix("NIO-ELT") || $0.hasPrefix("NIO-SGLTN") }.count == loops, "\(names)")
+    }
+
     @Test func hardAndSoftPurge() throws {
         let host = "purge.lab.test"
         try origin.serve(host, body: aasaBody())
