@@ -103,15 +103,18 @@ final class HitFastPath: ChannelInboundHandler, RemovableChannelHandler {
         guard let hostField = head.host else { return nil }
         let target = UnsafeRawBufferPointer(rebasing: bytes[head.target])
         let raw: UnsafeRawBufferPointer
+        let fromAuthority: Bool
         if target.starts(with: "/a/v1/".utf8) {
             let name = target.dropFirst(6)
             raw = UnsafeRawBufferPointer(rebasing: name[..<(name.firstIndex(of: UInt8(ascii: "?")) ?? name.endIndex)])
+            fromAuthority = false
         } else if target.elementsEqual("/.well-known/apple-app-site-association".utf8) || target.elementsEqual("/apple-app-site-association".utf8) {
             raw = UnsafeRawBufferPointer(rebasing: bytes[hostField])
+            fromAuthority = true
         } else {
             return nil
         }
-        guard let host = host(raw, fromAuthority: !target.starts(with: "/a/v1/".utf8)) else { return nil }
+        guard let host = host(raw, fromAuthority: fromAuthority) else { return nil }
         guard let reply = edge.serveFromMemory(host, client: client(head, bytes, context)) else { return nil }
         switch reply {
         case .copy(_, _, let outcome, _), .failure(_, _, let outcome, _): edge.metrics.request(outcome)
@@ -119,8 +122,7 @@ final class HitFastPath: ChannelInboundHandler, RemovableChannelHandler {
         if head.ifNoneMatch == nil, case .copy(let snapshot, let age, _, let cacheStatus) = reply {
             let second = HTTPDate.second()
             let wire: HitResponseCache.Wire
-            if let last = lastWire, last.host == host, last.version == snapshot.version, last.age == age, last.second == second,
-               last.cacheStatus == cacheStatus {
+            if let last = lastWire, last.carries(host, version: snapshot.version, age: age, cacheStatus: cacheStatus, second: second) {
                 wire = last
             } else {
                 wire = cache.wire(reply, host: host, configuration: edge.configuration.cache)
@@ -269,6 +271,11 @@ final class HitResponseCache: @unchecked Sendable {
         let bytes: ByteBuffer
         /// The status line and fields with the blank line: the answer to `HEAD`.
         let headLength: Int
+
+        /// Whether these bytes are the answer for a copy with these values in this second.
+        func carries(_ host: OriginHost, version: Int, age: Int, cacheStatus: String, second: Int) -> Bool {
+            self.host == host && self.version == version && self.age == age && self.second == second && self.cacheStatus == cacheStatus
+        }
     }
 
     private let lock = NIOLock()
@@ -297,8 +304,7 @@ final class HitResponseCache: @unchecked Sendable {
         guard case .copy(let snapshot, let age, _, let cacheStatus) = reply else { preconditionFailure("wire(_:) takes a copy") }
         let second = HTTPDate.second()
         let previous = lock.withLock { built[host] }
-        if let previous, previous.version == snapshot.version, previous.age == age, previous.cacheStatus == cacheStatus,
-           previous.second == second {
+        if let previous, previous.carries(host, version: snapshot.version, age: age, cacheStatus: cacheStatus, second: second) {
             return previous
         }
         let (head, body) = Self.build(reply, host: host, ifNoneMatch: nil, configuration: configuration)
