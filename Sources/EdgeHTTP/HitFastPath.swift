@@ -257,8 +257,7 @@ final class RequestTracker: ChannelDuplexHandler, RemovableChannelHandler {
 
 /// What the fast path shares across connections: parsed and allowed hosts by their raw spelling,
 /// and per host the last copy response built as bytes (valid while the version, `Age`,
-/// `Cache-Status` and `Date` it carries are unchanged, so at most one build per host per second),
-/// its body bytes reused from the previous build while the version holds.
+/// `Cache-Status` and `Date` it carries are unchanged, so at most one build per host per second).
 final class HitResponseCache: @unchecked Sendable {
     /// A copy's whole HTTP/1.1 response: status line, fields, blank line, body.
     struct Wire {
@@ -312,13 +311,7 @@ final class HitResponseCache: @unchecked Sendable {
         bytes.reserveCapacity(600 + (body?.readableBytes ?? 0))
         Self.writeHead(head, into: &bytes)
         let headLength = bytes.readableBytes
-        if let previous, previous.version == snapshot.version {
-            // The same body: copy it from the previous bytes rather than re-encode the snapshot.
-            bytes.writeImmutableBuffer(previous.bytes.getSlice(at: previous.bytes.readerIndex + previous.headLength,
-                                                               length: previous.bytes.readableBytes - previous.headLength)!)
-        } else if let body {
-            bytes.writeImmutableBuffer(body)
-        }
+        if let body { bytes.writeImmutableBuffer(body) }
         let wire = Wire(host: host, version: snapshot.version, age: age, cacheStatus: cacheStatus, second: second, bytes: bytes,
                         headLength: headLength)
         lock.withLock {
