@@ -35,6 +35,9 @@ enum EnvironmentDefaults {
         Option(flag: "memory-cache-mb", kind: .value),
         Option(flag: "ledger-retention-days", kind: .value),
         Option(flag: "client-timeout", kind: .value),
+        Option(flag: "origin-concurrency", kind: .value),
+        Option(flag: "max-connections", kind: .value),
+        Option(flag: "max-tracked-clients", kind: .value),
         Option(flag: "event-loops", kind: .value),
         Option(flag: "admin-token", kind: .value),
     ]

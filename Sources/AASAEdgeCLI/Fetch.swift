@@ -80,6 +80,7 @@ struct Fetch: AsyncParsableCommand {
         } else {
             Console.out(FetchReport.human(result, validation: validation))
         }
+        if case .local(let problem) = result.outcome { throw CLIFailure.io("the fetch could not start: this machine is \(problem)") }
         if !result.isUsable { throw ExitCode(ExitStatus.bad.rawValue) }
     }
 }
@@ -146,6 +147,8 @@ enum FetchReport {
             row("result", failure.reason)
             row("details", failure.detailsJSON)
             row("try direct", String(failure.tryDirect))
+        case .local(let problem):
+            row("result", "not fetched: this machine is \(problem)")
         }
         if let validation {
             lines.append(Report.validation(validation, name: "validation"))

@@ -51,11 +51,20 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("memory-cache-mb"), help: "Bound of the in-memory copy of bodies (each host also counts its strings and entry); least recently used hosts leave memory, never the store.")
     var memoryCacheMB = 64
 
-    @Option(name: .customLong("ledger-retention-days"), help: "Days the propagation ledger keeps served-version events.")
+    @Option(name: .customLong("ledger-retention-days"), help: "Days the propagation ledger keeps a client's record (its first and last answer of each version) after it was last served; older records are deleted every ten minutes.")
     var ledgerRetentionDays: Double = 30
 
-    @Option(name: .customLong("client-timeout"), help: ArgumentHelp("Seconds a client connection may go without sending a complete request head (slow or idle clients) before it is closed; 0: never.", valueName: "SECONDS"))
+    @Option(name: .customLong("client-timeout"), help: ArgumentHelp("Seconds a client may take to send a whole request (head and body), and may go without progress (idle keep-alive, answers it does not read) before its connection is closed; 0: never.", valueName: "SECONDS"))
     var clientTimeout: Double = 60
+
+    @Option(name: .customLong("origin-concurrency"), help: ArgumentHelp("Origin fetches in flight at once for client-triggered misses, all hosts together; a request beyond it waits for a slot up to --origin-timeout, then gets 503 with Retry-After: 1.", valueName: "N"))
+    var originConcurrency = 256
+
+    @Option(name: .customLong("max-connections"), help: ArgumentHelp("Open client connections; beyond it new connections are closed at once (aasa_edge_connections_rejected_total). At start the open-file soft limit is raised to the hard limit.", valueName: "N"))
+    var maxConnections = 10_000
+
+    @Option(name: .customLong("max-tracked-clients"), help: ArgumentHelp("Per host and version, distinct clients kept in the propagation ledger; beyond it the least recently seen are folded into an 'others' count. A client is its X-Client-ID (1-128 bytes of printable ASCII), else address + User-Agent.", valueName: "N"))
+    var maxTrackedClients = 10_000
 
     @Option(name: .customLong("event-loops"), help: ArgumentHelp("Threads answering client connections; 0: one per core. Fewer than the cores leaves CPU to other work on the machine (a load generator, the origin).", valueName: "N"))
     var eventLoops = 0
@@ -70,6 +79,9 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("\(name) must be a non-negative number of seconds")
         }
         guard refetchConcurrency >= 1 else { throw ValidationError("--refetch-concurrency must be at least 1") }
+        guard originConcurrency >= 1 else { throw ValidationError("--origin-concurrency must be at least 1") }
+        guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1") }
+        guard maxTrackedClients >= 1 else { throw ValidationError("--max-tracked-clients must be at least 1") }
         guard (0...256).contains(eventLoops) else { throw ValidationError("--event-loops must be 0 (one per core) to 256") }
     }
 
@@ -80,6 +92,11 @@ struct Serve: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "aasa-edge")
+        let descriptors = FileLimit.raiseToHard()
+        if descriptors.soft < maxConnections + 64 {
+            logger.warning("the open-file limit is below --max-connections: clients beyond it meet local shortages (503) rather than a refused connection",
+                           metadata: ["limit": "\(descriptors.soft)", "max_connections": "\(maxConnections)"])
+        }
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         let fetcherConfiguration = try origin.checkedConfiguration()
@@ -88,12 +105,13 @@ struct Serve: AsyncParsableCommand {
         let fetcher = OriginFetcher(configuration: fetcherConfiguration)
         let edge = Edge(configuration: EdgeConfiguration(cache: CacheConfiguration(ttl: ttl, failureTTL: failureTTL, staleIfError: staleIfError),
                                                          allowDomains: allowDomain, refetchConcurrency: refetchConcurrency,
-                                                         memoryCacheMB: memoryCacheMB, ledgerRetentionDays: ledgerRetentionDays),
+                                                         memoryCacheMB: memoryCacheMB, ledgerRetentionDays: ledgerRetentionDays,
+                                                         originConcurrency: originConcurrency, maxTrackedClients: maxTrackedClients),
                         store: store, fetcher: fetcher, logger: logger)
         let listenHost = host
         let app = EdgeServer.application(edge: edge, adminToken: token, host: host, port: port,
                                          clientTimeout: clientTimeout > 0 ? clientTimeout : nil,
-                                         eventLoops: eventLoops > 0 ? eventLoops : nil, logger: logger,
+                                         eventLoops: eventLoops > 0 ? eventLoops : nil, maxConnections: maxConnections, logger: logger,
                                          metricsText: { registry.emitToBuffer() }) { boundPort in
             logger.notice("listening on http://\(listenHost):\(boundPort)")
         }
@@ -126,5 +144,22 @@ enum AdminToken {
         guard written == line.utf8.count else { throw .io("cannot write the admin token to \(file)") }
         Console.error("admin token (written to \(file)): \(token)")
         return token
+    }
+}
+
+/// The process's open-file limit.
+enum FileLimit {
+    /// Raises the soft `RLIMIT_NOFILE` to the hard limit (an edge holds one descriptor per client
+    /// connection and per origin fetch); returns the limits now in force.
+    @discardableResult
+    static func raiseToHard() -> (soft: Int, hard: Int) {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return (0, 0) }
+        if limit.rlim_cur < limit.rlim_max {
+            var raised = limit
+            raised.rlim_cur = limit.rlim_max
+            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { limit = raised }
+        }
+        return (Int(clamping: limit.rlim_cur), Int(clamping: limit.rlim_max))
     }
 }

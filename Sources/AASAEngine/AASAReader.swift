@@ -54,7 +54,7 @@ public struct AASAFile: Sendable {
         var reader = DocumentReader()
         reader.reportDuplicateKeys(value, at: .root)
         let document = reader.read(root)
-        return AASAFile(document: document, diagnostics: diagnostics + reader.diagnostics, byteCount: input.count)
+        return AASAFile(document: document, diagnostics: diagnostics + reader.allDiagnostics, byteCount: input.count)
     }
 
     private static func firstInvalidUTF8Offset(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
@@ -84,8 +84,31 @@ struct DocumentReader {
     static let detailKeys: Set<String> = ["appID", "appIDs", "components", "paths", "defaults", "comment",
                                           "relativeOrder", "alwaysEnabled", "enabledByDefault"]
 
+    /// Diagnostics listed one by one per code; beyond, they are counted (a hostile or generated
+    /// file can repeat one problem thousands of times).
+    static let listedPerCode = 5
+    private var perCode: [DiagnosticCode: Int] = [:]
+    /// Per code beyond the listed ones: where the first unlisted one is and how many there are.
+    private var unlisted: [(code: DiagnosticCode, pointer: JSONPointer, count: Int)] = []
+
     mutating func note(_ code: DiagnosticCode, _ pointer: JSONPointer, _ message: String) {
-        diagnostics.append(Diagnostic(code, at: pointer, message))
+        let seen = perCode[code, default: 0]
+        perCode[code] = seen + 1
+        if seen < Self.listedPerCode {
+            diagnostics.append(Diagnostic(code, at: pointer, message))
+        } else if let i = unlisted.firstIndex(where: { $0.code == code }) {
+            unlisted[i].count += 1
+        } else {
+            unlisted.append((code, pointer, 1))
+        }
+    }
+
+    /// The diagnostics with one summary per code that had more than `listedPerCode`.
+    var allDiagnostics: [Diagnostic] {
+        diagnostics + unlisted.map { item in
+            Diagnostic(item.code, at: item.pointer, "\(item.count) more like the \(Self.listedPerCode) above (not listed), the first here",
+                       count: item.count)
+        }
     }
 
     mutating func reportDuplicateKeys(_ value: JSONValue, at pointer: JSONPointer) {

@@ -166,12 +166,16 @@ public struct Diagnostic: Sendable, Equatable, CustomStringConvertible {
     public let code: DiagnosticCode
     public let pointer: JSONPointer
     public let message: String
+    /// How many findings this one stands for: 1, or for a summary of repeated findings of one
+    /// code, how many were not listed.
+    public let count: Int
     public var severity: Severity { code.severity }
 
-    public init(_ code: DiagnosticCode, at pointer: JSONPointer, _ message: String) {
+    public init(_ code: DiagnosticCode, at pointer: JSONPointer, _ message: String, count: Int = 1) {
         self.code = code
         self.pointer = pointer
         self.message = message
+        self.count = count
     }
 
     /// `error AE023 malformed-app-id at /applinks/details/0/appIDs/1: …`
@@ -181,11 +185,13 @@ public struct Diagnostic: Sendable, Equatable, CustomStringConvertible {
     }
 
     public var json: JSONValue {
-        [
-            "code": .string(code.rawValue),
-            "severity": .string(severity.rawValue),
-            "pointer": .string(pointer.description),
-            "message": .string(message),
+        var members = [
+            JSONMember("code", .string(code.rawValue)),
+            JSONMember("severity", .string(severity.rawValue)),
+            JSONMember("pointer", .string(pointer.description)),
+            JSONMember("message", .string(message)),
         ]
+        if count > 1 { members.append(JSONMember("count", .number(JSONNumber(String(count))))) }
+        return .object(JSONObject(members))
     }
 }

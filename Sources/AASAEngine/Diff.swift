@@ -55,19 +55,30 @@ public struct AASADiff: Sendable, Equatable {
     public init(old: AASADocument, new: AASADocument) {
         let oldApps = Self.applinksEntries(old)
         let newApps = Self.applinksEntries(new)
-        let oldIDs = oldApps.map(\.appID)
-        let newIDs = newApps.map(\.appID)
-        appsAdded = newIDs.filter { !oldIDs.contains($0) }
-        appsRemoved = oldIDs.filter { !newIDs.contains($0) }
+        let oldByID = Dictionary(oldApps.map { ($0.appID, $0) }, uniquingKeysWith: { first, _ in first })
+        let newIDs = Set(newApps.map(\.appID))
+        appsAdded = newApps.map(\.appID).filter { oldByID[$0] == nil }
+        appsRemoved = oldApps.map(\.appID).filter { !newIDs.contains($0) }
 
+        // Apps listed in the same details entry share its rules: each pair of entries is compared
+        // once, however many apps name it.
+        struct EntryPair: Hashable {
+            let old: Int
+            let new: Int
+        }
+        var compared: [EntryPair: (rules: [RuleChange], defaults: [ValueChange])] = [:]
         var rules: [AppRules] = []
         var appDefaults: [AppDefaults] = []
         for entry in newApps {
-            guard let before = oldApps.first(where: { $0.appID == entry.appID }) else { continue }
-            let changes = Self.diffRules(before.detail, entry.detail)
-            if !changes.isEmpty { rules.append(AppRules(appID: entry.appID, changes: changes)) }
-            let defaultsChanges = Self.diffObjects(before.detail.defaults, entry.detail.defaults)
-            if !defaultsChanges.isEmpty { appDefaults.append(AppDefaults(appID: entry.appID, changes: defaultsChanges)) }
+            guard let before = oldByID[entry.appID] else { continue }
+            let pair = EntryPair(old: before.index, new: entry.index)
+            let result = compared[pair] ?? {
+                let result = (Self.diffRules(before.detail, entry.detail), Self.diffObjects(before.detail.defaults, entry.detail.defaults))
+                compared[pair] = result
+                return result
+            }()
+            if !result.rules.isEmpty { rules.append(AppRules(appID: entry.appID, changes: result.rules)) }
+            if !result.defaults.isEmpty { appDefaults.append(AppDefaults(appID: entry.appID, changes: result.defaults)) }
         }
         self.rules = rules
         self.appDefaults = appDefaults
@@ -86,8 +97,10 @@ public struct AASADiff: Sendable, Equatable {
         for name in names {
             let before = Self.canonicalApps(old.appLists.filter { $0.service == name }.flatMap(\.appIDs))
             let after = Self.canonicalApps(new.appLists.filter { $0.service == name }.flatMap(\.appIDs))
-            let added = after.filter { !before.contains($0) }
-            let removed = before.filter { !after.contains($0) }
+            let beforeSet = Set(before)
+            let afterSet = Set(after)
+            let added = after.filter { !beforeSet.contains($0) }
+            let removed = before.filter { !afterSet.contains($0) }
             if !added.isEmpty || !removed.isEmpty { services.append(ServiceApps(service: name, added: added, removed: removed)) }
         }
         self.services = services
@@ -98,15 +111,17 @@ public struct AASADiff: Sendable, Equatable {
     private struct AppEntry {
         let appID: String
         let detail: AppLinksDetail
+        /// The entry's position in `details`.
+        let index: Int
     }
 
     /// The details entry each app gets on a device (the first one naming it).
     private static func applinksEntries(_ document: AASADocument) -> [AppEntry] {
         var seen = Set<String>()
         var out: [AppEntry] = []
-        for detail in document.appLinks?.details ?? [] {
+        for (index, detail) in (document.appLinks?.details ?? []).enumerated() {
             for id in detail.appIDs where seen.insert(AppID.canonical(id)).inserted {
-                out.append(AppEntry(appID: AppID.canonical(id), detail: detail))
+                out.append(AppEntry(appID: AppID.canonical(id), detail: detail, index: index))
             }
         }
         return out

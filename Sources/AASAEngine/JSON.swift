@@ -24,10 +24,29 @@ public struct JSONMember: Sendable, Equatable {
 /// An object with its members in document order. Lookups answer with the *last* member of a
 /// repeated name, as Foundation's parser (and so swcd) does.
 public struct JSONObject: Sendable, Equatable {
-    public var members: [JSONMember]
-    public init(_ members: [JSONMember] = []) { self.members = members }
+    public var members: [JSONMember] {
+        didSet { index = Self.index(members) }
+    }
+    /// Where the last member of each name is, for objects with more than a few members, so a
+    /// lookup costs the same in an object of 10,000 keys as in one of 3.
+    private var index: [String: Int]?
+
+    public init(_ members: [JSONMember] = []) {
+        self.members = members
+        index = Self.index(members)
+    }
+
+    private static func index(_ members: [JSONMember]) -> [String: Int]? {
+        guard members.count > 8 else { return nil }
+        var index = [String: Int](minimumCapacity: members.count)
+        for (position, member) in members.enumerated() { index[member.key] = position }
+        return index
+    }
+
+    public static func == (a: JSONObject, b: JSONObject) -> Bool { a.members == b.members }
 
     public subscript(key: String) -> JSONValue? {
+        if let index { return index[key].map { members[$0].value } }
         for member in members.reversed() where member.key == key { return member.value }
         return nil
     }

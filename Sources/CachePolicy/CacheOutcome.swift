@@ -8,14 +8,17 @@ public enum CacheOutcome: String, Sendable, CaseIterable {
     case failureHit = "failure-hit"
     case failureMiss = "failure-miss"
     case rejected
+    /// `503`: the edge itself ran short (file descriptors, memory, an origin-fetch slot) and had
+    /// no usable copy. Never an origin failure, never cached.
+    case unavailable
 
-    /// `X-Cache`, in Apple's vocabulary; nil for rejected requests.
+    /// `X-Cache`, in Apple's vocabulary; nil for rejected and unavailable requests.
     public var xCache: String? {
         switch self {
         case .hitFresh, .revalidated, .failureHit: return "hit-fresh"
         case .hitStale: return "hit-stale"
         case .miss, .failureMiss: return "miss"
-        case .rejected: return nil
+        case .rejected, .unavailable: return nil
         }
     }
 
@@ -33,6 +36,7 @@ public enum CacheOutcome: String, Sendable, CaseIterable {
             return "aasa-edge; fwd=stale; fwd-status=\(originStatus ?? 304); ttl=\(ttl)" + (collapsed ? "; collapsed" : "")
         case .failureMiss:
             return "aasa-edge; fwd=uri-miss" + (originStatus.map { "; fwd-status=\($0)" } ?? "") + (collapsed ? "; collapsed" : "")
+        case .unavailable: return "aasa-edge; fwd=uri-miss; detail=unavailable"
         case .rejected: return nil
         }
     }

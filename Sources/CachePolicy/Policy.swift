@@ -53,6 +53,9 @@ public enum FetchEnd: Sendable, Equatable {
     /// The origin confirmed the copy (same bytes, or 304).
     case confirmed
     case failed
+    /// The fetch never reached the origin: the edge itself ran short (file descriptors, memory,
+    /// no origin-fetch slot in time). Nothing is recorded about the origin.
+    case unavailable
 }
 
 /// The cache policy: pure functions of state, clock and configuration (no I/O, no time source
@@ -90,6 +93,12 @@ public enum Policy {
                 return .hitStale
             }
             return .failureMiss
+        case .unavailable:
+            // The last good copy while stale-if-error would allow it, else a 503.
+            if state.hasCopy, let confirmed = state.copyConfirmedAt, now - confirmed < c.ttl + c.staleIfError {
+                return .hitStale
+            }
+            return .unavailable
         }
     }
 

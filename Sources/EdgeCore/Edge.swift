@@ -10,16 +10,28 @@ public struct EdgeConfiguration: Sendable {
     /// `--allow-domain` suffixes; empty admits every domain.
     public var allowDomains: [String]
     public var refetchConcurrency: Int
-    /// `--memory-cache-mb`: what host entries hold in memory (bodies, their strings, the entries
-    /// themselves); least recently used hosts leave memory (never the store) and are read back
-    /// from the store when next asked for.
+    /// `--memory-cache-mb`: everything the edge keeps per host in memory. Host entries (bodies,
+    /// their strings, the entries themselves) get `entryBudgetBytes`, least recently used hosts
+    /// leaving memory (never the store) to be read back when next asked for; the HTTP layer's
+    /// prebuilt responses get `prebuiltBudgetBytes`.
     public var memoryBudgetBytes: Int
+    /// The share of `--memory-cache-mb` for prebuilt hit responses (an eighth).
+    public var prebuiltBudgetBytes: Int { memoryBudgetBytes / 8 }
+    /// The share of `--memory-cache-mb` for host entries.
+    public var entryBudgetBytes: Int { memoryBudgetBytes - prebuiltBudgetBytes }
     /// `--ledger-retention-days`, in seconds.
     public var ledgerRetention: Double
+    /// `--origin-concurrency`: origin fetches in flight at once for client-triggered misses.
+    public var originConcurrency: Int
+    /// `--max-tracked-clients`: per host and version, clients the propagation ledger keeps.
+    public var maxTrackedClients: Int
 
     public init(cache: CacheConfiguration = CacheConfiguration(), allowDomains: [String] = [], refetchConcurrency: Int = 64,
-                memoryCacheMB: Int = 64, ledgerRetentionDays: Double = 30) {
+                memoryCacheMB: Int = 64, ledgerRetentionDays: Double = 30, originConcurrency: Int = 256,
+                maxTrackedClients: Int = 10_000) {
+        self.maxTrackedClients = max(1, maxTrackedClients)
         ledgerRetention = ledgerRetentionDays * 86_400
+        self.originConcurrency = max(1, originConcurrency)
         self.cache = cache
         self.allowDomains = allowDomains.map { $0.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: ".")) }
         self.refetchConcurrency = refetchConcurrency
@@ -78,10 +90,35 @@ struct HostEntry: Sendable {
     var storedVersion: Int?
 }
 
+/// What of the edge's own can run short and turn a request into a `503`.
+public enum LocalShortage: String, Sendable, CaseIterable {
+    case fileDescriptors = "file-descriptors"
+    case memory
+    /// `--origin-concurrency` fetches were in flight and none ended within `--origin-timeout`.
+    case originSlots = "origin-slots"
+
+    init(_ resource: LocalProblem.Resource) {
+        switch resource {
+        case .fileDescriptors: self = .fileDescriptors
+        case .memory: self = .memory
+        }
+    }
+}
+
 /// One client answer, for the HTTP layer to translate.
 public enum EdgeReply: Sendable {
     case copy(MemorySnapshot, age: Int, outcome: CacheOutcome, cacheStatus: String)
     case failure(FailureInfo, age: Int, outcome: CacheOutcome, cacheStatus: String)
+    /// `503` with `Retry-After`: the edge ran short and has no usable copy (`outcome` is
+    /// `.unavailable`). `detail` is one line for the body.
+    case unavailable(LocalShortage, detail: String, retryAfter: Int)
+
+    public var outcome: CacheOutcome {
+        switch self {
+        case .copy(_, _, let outcome, _), .failure(_, _, let outcome, _): return outcome
+        case .unavailable: return .unavailable
+        }
+    }
 }
 
 /// The result of a refetch (admin, release or background).
@@ -104,6 +141,8 @@ struct AppliedFetch: Sendable {
     let failure: FailureInfo?
     let durationMs: Double
     let originStatus: Int?
+    /// The fetch did not reach the origin: this ran short (`end` is `.unavailable`).
+    var shortage: (LocalShortage, detail: String)? = nil
     /// The host as this fetch left it: what its waiters are answered from when a hard purge
     /// lands between the fetch and their reading the cache.
     let entry: HostEntry?
@@ -122,7 +161,11 @@ public final class Edge: Sendable {
     let ledger: ServedLedger
     public let metrics: EdgeMetrics
     private let inflight = Locked<[String: Task<AppliedFetch, Never>]>([:])
+    /// Hosts with a background refresh queued or running: at most one each.
+    private let refreshing = Locked<Set<String>>([])
     private let limiter: AsyncLimiter
+    /// `--origin-concurrency` slots for fetches that clients wait for.
+    private let originSlots: SlotLimiter
 
     public init(configuration: EdgeConfiguration, store: SnapshotStore, fetcher: OriginFetcher,
                 clock: any WallClock = SystemClock(), logger: Logger, metrics: EdgeMetrics = EdgeMetrics()) {
@@ -133,9 +176,11 @@ public final class Edge: Sendable {
         self.clock = clock
         self.logger = logger
         limiter = AsyncLimiter(limit: configuration.refetchConcurrency)
-        let entries = Locked(MemoryCache(budget: configuration.memoryBudgetBytes))
+        originSlots = SlotLimiter(limit: configuration.originConcurrency)
+        let entries = Locked(MemoryCache(budget: configuration.entryBudgetBytes))
         self.entries = entries
-        ledger = ServedLedger(store: store, logger: logger, retention: configuration.ledgerRetention, clock: clock,
+        ledger = ServedLedger(store: store, logger: logger, retention: configuration.ledgerRetention,
+                              maxClients: configuration.maxTrackedClients, clock: clock,
                               everySecond: { Self.releaseEvictedMemory(entries) })
     }
 
@@ -166,7 +211,8 @@ public final class Edge: Sendable {
         ledger.flush()
         let key = host.description
         guard try store.host(key) != nil else { return nil }
-        return Propagation.versions(fetches: try store.fetches(host: key, limit: 100_000), served: try store.served(host: key))
+        return Propagation.versions(fetches: try store.fetches(host: key, limit: 100_000), served: try store.served(host: key),
+                                    others: try store.servedOthers(host: key))
     }
 
     /// The store accepts a write now (`/readyz`); the error says why not.
@@ -176,7 +222,8 @@ public final class Edge: Sendable {
 
     /// Brings the gauges up to date (before a scrape).
     public func updateGauges() {
-        let hosts = entries.withLock { $0.entries.count }
+        let (hosts, bytes) = entries.withLock { ($0.entries.count, $0.bytes) }
+        metrics.memory(entries: bytes)
         let versions = (try? store.versionCount()) ?? 0
         metrics.gauges(hosts: hosts, versions: versions)
     }
@@ -236,6 +283,10 @@ public final class Edge: Sendable {
         let after = current.snapshot == nil ? applied.entry ?? current : current
         let finished = clock.now()
         let outcome = Policy.outcome(after: applied.end, before: entry.state, now: finished, configuration: cache)
+        if outcome == .unavailable, let (shortage, detail) = applied.shortage {
+            metrics.shortage(shortage)
+            return .unavailable(shortage, detail: detail, retryAfter: shortage == .originSlots ? 1 : 5)
+        }
         if outcome != .failureMiss, let reply = copyReply(after, outcome: outcome, now: finished, collapsed: collapsed, originStatus: applied.originStatus) {
             return reply
         }
@@ -321,17 +372,34 @@ public final class Edge: Sendable {
         return (applied, !leader)
     }
 
+    /// Queues one background refetch for `host` unless one is already queued or running: a
+    /// request flood during a refresh (or while the refetch queue is full) adds none.
     private func refreshInBackground(_ host: OriginHost) {
-        let alreadyRunning = inflight.withLock { $0[host.description] != nil }
-        guard !alreadyRunning else { return }
-        Task { _ = await limiter.run { await self.sharedFetch(host, trigger: "background") } }
+        let key = host.description
+        guard refreshing.withLock({ $0.insert(key).inserted }) else { return }
+        Task {
+            _ = await limiter.run { await self.sharedFetch(host, trigger: "background") }
+            refreshing.withLock { _ = $0.remove(key) }
+        }
     }
 
     private func fetchAndApply(_ host: OriginHost, trigger: String) async -> AppliedFetch {
         let before = entry(host)
         let validators = before.snapshot.map { Validators(etag: $0.originETag, lastModified: $0.originLastModified) }
         let started = ContinuousClock.now
+        // Fetches clients wait for share `--origin-concurrency` slots; refreshes and releases
+        // have `--refetch-concurrency` of their own.
+        let needsSlot = trigger == "request"
+        if needsSlot {
+            guard await originSlots.acquire(timeout: fetcher.configuration.timeout) else {
+                let detail = "\(configuration.originConcurrency) origin fetches are in flight (--origin-concurrency); none ended within --origin-timeout"
+                logger.warning("no origin-fetch slot; answered 503", metadata: ["host": "\(host.description)", "limit": "\(configuration.originConcurrency)"])
+                return AppliedFetch(end: .unavailable, change: "unavailable", version: before.snapshot?.version, previousVersion: nil,
+                                    failure: nil, durationMs: 0, originStatus: nil, shortage: (.originSlots, detail), entry: nil)
+            }
+        }
         let result = await fetcher.fetch(host, validators: validators)
+        if needsSlot { originSlots.release() }
         let elapsed = ContinuousClock.now - started
         let durationMs = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
         let now = clock.now()
@@ -383,6 +451,12 @@ public final class Edge: Sendable {
             let version = before.snapshot?.version
             applied = AppliedFetch(end: .confirmed, change: "unchanged", version: version, previousVersion: version,
                                    failure: nil, durationMs: durationMs, originStatus: result.status, entry: confirmed)
+        case .local(let problem):
+            // The edge's own trouble: nothing about the origin is recorded, cached or logged as its failure.
+            logger.error("origin fetch not attempted: this machine is \(problem)", metadata: ["host": "\(key)", "trigger": "\(trigger)"])
+            return AppliedFetch(end: .unavailable, change: "unavailable", version: before.snapshot?.version, previousVersion: nil,
+                                failure: nil, durationMs: durationMs, originStatus: nil,
+                                shortage: (LocalShortage(problem.resource), "this edge is \(problem); try again shortly"), entry: nil)
         case .failed(let originFailure):
             let failure = FailureInfo(reason: originFailure.reason, details: originFailure.detailsJSON, at: now, originStatus: result.status)
             do { _ = try store.recordFailure(host: key, reason: failure.reason, details: failure.details, fetch: record) } catch {

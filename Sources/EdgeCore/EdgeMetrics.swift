@@ -17,6 +17,10 @@ public final class EdgeMetrics: Sendable {
     private let refetches: Counter
     private let releases: Counter
     private let storeWriteErrors: Counter
+    private let connectionsRejected: Counter
+    private let memoryEntries: Gauge
+    private let memoryPrebuilt: Gauge
+    private let unavailable: [String: Counter]
 
     public init() {
         requests = CacheOutcome.allCases.map { Counter(label: "aasa_edge_requests_total", dimensions: [("outcome", $0.rawValue)]) }
@@ -34,6 +38,12 @@ public final class EdgeMetrics: Sendable {
         refetches = Counter(label: "aasa_edge_refetches_total")
         releases = Counter(label: "aasa_edge_releases_total")
         storeWriteErrors = Counter(label: "aasa_edge_store_write_errors_total")
+        connectionsRejected = Counter(label: "aasa_edge_connections_rejected_total")
+        memoryEntries = Gauge(label: "aasa_edge_memory_bytes", dimensions: [("part", "entries")])
+        memoryPrebuilt = Gauge(label: "aasa_edge_memory_bytes", dimensions: [("part", "prebuilt")])
+        unavailable = Dictionary(uniqueKeysWithValues: LocalShortage.allCases.map {
+            ($0.rawValue, Counter(label: "aasa_edge_local_shortages_total", dimensions: [("resource", $0.rawValue)]))
+        })
     }
 
     public func request(_ outcome: CacheOutcome) {
@@ -51,6 +61,14 @@ public final class EdgeMetrics: Sendable {
     func refetch() { refetches.increment() }
     func release() { releases.increment() }
     func storeWriteError() { storeWriteErrors.increment() }
+    /// A new client connection closed at once: `--max-connections` were open.
+    public func connectionRejected() { connectionsRejected.increment() }
+    /// A request answered 503 because something of the edge's own ran short.
+    func shortage(_ resource: LocalShortage) { unavailable[resource.rawValue]?.increment() }
+
+    /// What `--memory-cache-mb` covers, by part: host entries and prebuilt hit responses.
+    public func memory(prebuilt: Int) { memoryPrebuilt.record(prebuilt) }
+    func memory(entries: Int) { memoryEntries.record(entries) }
 
     func gauges(hosts: Int, versions: Int) {
         hostsCached.record(hosts)

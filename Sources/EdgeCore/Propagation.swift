@@ -16,6 +16,8 @@ public struct VersionPropagation: Sendable, Equatable {
     public let clientDelays: [Double]
     /// Clients whose latest copy is a version older than this one.
     public let clientsBehind: [ClientPosition]
+    /// Clients of this version no longer tracked one by one (`--max-tracked-clients`).
+    public var others: Int = 0
 
     public struct ClientPosition: Sendable, Equatable {
         public let client: String
@@ -27,7 +29,7 @@ public struct VersionPropagation: Sendable, Equatable {
 /// The propagation ledger: pure functions of the fetch log and the served events.
 public enum Propagation {
     /// Per version, newest first. `fetches` and `served` in any order.
-    public static func versions(fetches: [LoggedFetch], served: [ServedEvent]) -> [VersionPropagation] {
+    public static func versions(fetches: [LoggedFetch], served: [ServedEvent], others: [Int: Int] = [:]) -> [VersionPropagation] {
         // Walk the successful fetches in time order and note when the origin's version changed.
         struct Transition {
             let version: Int
@@ -66,7 +68,7 @@ public enum Propagation {
                 firstServedAt: events.first { $0.version == t.version }?.at,
                 lastServedPrevious: t.previous.flatMap { previous in events.last { $0.version == previous }?.at },
                 clientDelays: firstByClient.values.map { max(0, $0 - t.at) }.sorted(),
-                clientsBehind: behind)
+                clientsBehind: behind, others: others[t.version] ?? 0)
         }
     }
 
@@ -95,6 +97,7 @@ public enum Propagation {
                         JSONMember("p50Seconds", seconds(percentile(v.clientDelays, 50))),
                         JSONMember("p95Seconds", seconds(percentile(v.clientDelays, 95))),
                         JSONMember("maxSeconds", seconds(v.clientDelays.last)),
+                        JSONMember("others", .number(JSONNumber(String(v.others)))),
                     ]))),
                     JSONMember("clientsBehind", .array(v.clientsBehind.map { c in
                         .object(JSONObject([

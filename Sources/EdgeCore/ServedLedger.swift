@@ -34,11 +34,15 @@ final class ServedLedger: Sendable {
     private let buffer = Locked(Pending())
     private let writer = Locked<Task<Void, Never>?>(nil)
 
-    /// Served events older than this many seconds are deleted (checked every ten minutes).
+    /// Clients last served longer ago than this many seconds are deleted (checked every ten minutes).
     private let retention: Double
+    /// Per host and version, clients kept (the least recently seen beyond are folded into a count).
+    private let maxClients: Int
 
     /// - Parameter everySecond: other housekeeping, run after each second's flush.
-    init(store: SnapshotStore, logger: Logger, retention: Double, clock: any WallClock, everySecond: @escaping @Sendable () -> Void = {}) {
+    init(store: SnapshotStore, logger: Logger, retention: Double, maxClients: Int = 10_000, clock: any WallClock,
+         everySecond: @escaping @Sendable () -> Void = {}) {
+        self.maxClients = maxClients
         self.store = store
         self.logger = logger
         self.retention = retention
@@ -78,7 +82,7 @@ final class ServedLedger: Sendable {
         if dropped > 0 { logger.warning("served-event buffer full; events dropped", metadata: ["dropped": "\(dropped)"]) }
         guard !events.isEmpty else { return }
         do {
-            try store.recordServed(events)
+            try store.recordServed(events, maxClients: maxClients)
         } catch {
             logger.error("store write failed; served events lost", metadata: ["events": "\(events.count)", "error": "\(error)"])
         }
@@ -96,5 +100,25 @@ final class ServedLedger: Sendable {
     func close() async {
         writer.withLock { $0?.cancel() }
         flush()
+    }
+}
+
+/// Who a client is, for the propagation ledger: its `X-Client-ID` when that is 1–128 bytes of
+/// printable ASCII, else its address and User-Agent (the User-Agent cut to 128 bytes, anything
+/// outside printable ASCII shown as `?`). So no client can make a ledger entry larger than that.
+public enum ClientIdentity {
+    public static let maximumIDLength = 128
+
+    public static func isUsableID(_ id: some Collection<UInt8>) -> Bool {
+        (1...maximumIDLength).contains(id.count) && id.allSatisfy { (0x20...0x7E).contains($0) }
+    }
+
+    /// - Parameters:
+    ///   - clientID: the `X-Client-ID` bytes, if the header was sent.
+    ///   - address: the peer's address.
+    public static func make(clientID: (some Collection<UInt8>)?, address: String, userAgent: some Collection<UInt8>) -> String {
+        if let clientID, isUsableID(clientID) { return String(decoding: clientID, as: UTF8.self) }
+        let agent = userAgent.prefix(maximumIDLength).map { (0x20...0x7E).contains($0) ? $0 : UInt8(ascii: "?") }
+        return address + " " + String(decoding: agent, as: UTF8.self)
     }
 }

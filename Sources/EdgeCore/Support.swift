@@ -39,6 +39,60 @@ actor AsyncLimiter {
     }
 }
 
+/// Slots that a caller waits for with a deadline (`--origin-concurrency`, waited for up to
+/// `--origin-timeout`): a freed slot passes to the longest waiter.
+final class SlotLimiter: Sendable {
+    private struct State {
+        var available: Int
+        var waiters: [(id: UInt64, continuation: CheckedContinuation<Bool, Never>)] = []
+        var nextID: UInt64 = 0
+    }
+
+    private let state: Locked<State>
+
+    init(limit: Int) { state = Locked(State(available: max(1, limit))) }
+
+    /// Takes a slot, waiting up to `timeout` seconds; false when none was freed in time.
+    func acquire(timeout: Double) async -> Bool {
+        if state.withLock({ s in s.available > 0 ? { s.available -= 1; return true }() : false }) { return true }
+        return await withCheckedContinuation { continuation in
+            let id = state.withLock { s -> UInt64? in
+                if s.available > 0 {
+                    s.available -= 1
+                    return nil
+                }
+                s.nextID &+= 1
+                s.waiters.append((s.nextID, continuation))
+                return s.nextID
+            }
+            guard let id else { return continuation.resume(returning: true) }
+            Task {
+                try? await Task.sleep(nanoseconds: UInt64(max(0, timeout) * 1e9))
+                self.expire(id)
+            }
+        }
+    }
+
+    private func expire(_ id: UInt64) {
+        let expired = state.withLock { s in s.waiters.firstIndex { $0.id == id }.map { s.waiters.remove(at: $0).continuation } }
+        expired?.resume(returning: false)
+    }
+
+    func release() {
+        let next = state.withLock { s -> CheckedContinuation<Bool, Never>? in
+            if s.waiters.isEmpty {
+                s.available += 1
+                return nil
+            }
+            return s.waiters.removeFirst().continuation
+        }
+        next?.resume(returning: true)
+    }
+
+    /// Slots free right now (tests).
+    var available: Int { state.withLock { $0.available } }
+}
+
 /// The system wall clock.
 public struct SystemClock: WallClock {
     public init() {}

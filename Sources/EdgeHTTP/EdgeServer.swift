@@ -17,14 +17,16 @@ public enum EdgeServer {
     ///   - clientTimeout: seconds a client connection may go without sending a complete request
     ///     head (slowloris, idle keep-alive) before it is closed; nil: never.
     ///   - eventLoops: threads serving connections; nil: NIO's shared group, one per core.
+    ///   - maxConnections: open client connections; beyond it new ones are closed at once.
     public static func application(edge: Edge, adminToken: String, host: String, port: Int, clientTimeout: Double? = 60,
-                                   eventLoops: Int? = nil, logger: Logger,
+                                   eventLoops: Int? = nil, maxConnections: Int = 10_000, logger: Logger,
                                    metricsText: @escaping @Sendable () -> [UInt8],
                                    onListening: @escaping @Sendable (Int) -> Void) -> some ApplicationProtocol {
         let router = Router(context: EdgeRequestContext.self)
         let client = ClientRoutes(edge: edge)
-        let hitCache = HitResponseCache()
+        let hitCache = HitResponseCache(budget: edge.configuration.prebuiltBudgetBytes)
         let idle = clientTimeout.map { TimeAmount.nanoseconds(Int64($0 * 1e9)) }
+        let connections = ConnectionLimit(maximum: maxConnections)
         // HEAD is registered explicitly: the router does not derive it for wildcard routes.
         router.get("/a/v1/**") { request, context in await client.cdn(request, context) }
         router.head("/a/v1/**") { request, context in await client.cdn(request, context).createHeadResponse() }
@@ -43,6 +45,7 @@ public enum EdgeServer {
         }
         router.get("/metrics") { _, _ in
             edge.updateGauges()
+            edge.metrics.memory(prebuilt: hitCache.builtBytes)
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                             body: .init(byteBuffer: ByteBuffer(bytes: metricsText())))
         }
@@ -50,7 +53,7 @@ public enum EdgeServer {
         DashboardRoutes(edge: edge, token: adminToken).register(on: router)
         return Application(
             router: router,
-            server: .http1(configuration: .init(additionalChannelHandlers: [RequestTracker(edge: edge, cache: hitCache, clientTimeout: idle)])),
+            server: .http1(configuration: .init(additionalChannelHandlers: [RequestTracker(edge: edge, cache: hitCache, clientTimeout: idle, limit: connections)])),
             configuration: ApplicationConfiguration(address: .hostname(host, port: port), backlog: 2048),
             onServerRunning: { channel in onListening(channel.localAddress?.port ?? port) },
             // A group of its own lives as long as the process (the server runs until exit).
@@ -96,11 +99,10 @@ struct ClientRoutes: Sendable {
         return name.contains(":") ? nil : name
     }
 
-    /// The ledger's client identity: `X-Client-ID`, else address + User-Agent.
+    /// The ledger's client identity (`ClientIdentity`): `X-Client-ID`, else address + User-Agent.
     static func client(_ request: Request, _ context: EdgeRequestContext) -> String {
-        if let id = request.headers[.clientID], !id.isEmpty { return id }
-        let address = context.remoteAddress?.ipAddress ?? "unknown"
-        return address + " " + (request.headers[.userAgent] ?? "")
+        ClientIdentity.make(clientID: request.headers[.clientID]?.utf8, address: context.remoteAddress?.ipAddress ?? "unknown",
+                            userAgent: (request.headers[.userAgent] ?? "").utf8)
     }
 
     private func answer(rawHost: String, request: Request, context: EdgeRequestContext) async -> Response {
@@ -116,15 +118,21 @@ struct ClientRoutes: Sendable {
             return .text(.forbidden, "domain not allowed by this edge: \(host.name)\n")
         }
         let reply = await edge.serve(host, client: Self.client(request, context))
-        switch reply {
-        case .copy(_, _, let outcome, _), .failure(_, _, let outcome, _): edge.metrics.request(outcome)
-        }
+        edge.metrics.request(reply.outcome)
         return Self.response(reply, host: host, request: request, cache: edge.configuration.cache)
     }
 
     static func response(_ reply: EdgeReply, host: OriginHost, request: Request, cache: CacheConfiguration) -> Response {
         let (head, body) = parts(reply, host: host, ifNoneMatch: request.headers[.ifNoneMatch], cache: cache)
         return Response(status: head.status, headers: head.headerFields, body: body.map { .init(byteBuffer: $0) } ?? .init())
+    }
+
+    /// Whether an `If-None-Match` value names `etag` (or is `*`).
+    static func condition(_ ifNoneMatch: String, matches etag: String) -> Bool {
+        ifNoneMatch.split(separator: ",").contains { item in
+            let tag = item.trimmingCharacters(in: .whitespaces)
+            return tag == etag || tag == "*"
+        }
     }
 
     /// The response to a client request, as a head and a body: shared by the router and the hit
@@ -143,8 +151,7 @@ struct ClientRoutes: Sendable {
             if let xCache = outcome.xCache { headers[.xCache] = xCache }
             headers[.cacheStatus] = cacheStatus
             headers[.edgeVersion] = String(snapshot.version)
-            if let condition = ifNoneMatch,
-               condition.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == snapshot.etag || $0.trimmingCharacters(in: .whitespaces) == "*" }) {
+            if let condition = ifNoneMatch, Self.condition(condition, matches: snapshot.etag) {
                 return (HTTPResponse(status: .notModified, headerFields: headers), nil)
             }
             headers[.contentType] = "application/json"
@@ -159,6 +166,12 @@ struct ClientRoutes: Sendable {
             if let xCache = outcome.xCache { headers[.xCache] = xCache }
             headers[.cacheStatus] = cacheStatus
             return (HTTPResponse(status: .notFound, headerFields: headers), ByteBuffer(string: "Not Found\n"))
+        case .unavailable(_, let detail, let retryAfter):
+            headers[.contentType] = "text/plain; charset=utf-8"
+            headers[.retryAfter] = String(retryAfter)
+            headers[.cacheControl] = "no-store"
+            headers[.cacheStatus] = CacheOutcome.unavailable.cacheStatus(ttl: 0)
+            return (HTTPResponse(status: .serviceUnavailable, headerFields: headers), ByteBuffer(string: "service unavailable: \(detail)\n"))
         }
     }
 }

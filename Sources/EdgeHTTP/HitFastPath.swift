@@ -24,19 +24,27 @@ import OriginFetcher
 ///
 /// Ordering with pipelined requests: while a request handed to the router is unanswered (see
 /// `RequestTracker`), later requests go to the router too, so responses leave in request order.
-final class HitFastPath: ChannelInboundHandler, RemovableChannelHandler {
+final class HitFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
 
     private let edge: Edge
     private let cache: HitResponseCache
     private let connection: ConnectionState
-    /// Bytes of a request head not complete yet.
+    /// Bytes of requests not answered yet: an incomplete head, or what arrived while paused.
     private var pending: ByteBuffer?
     /// A request fell outside the scanner's subset: NIO's parser has the connection from here on.
     private var passthrough = false
     /// Responses written and not flushed yet (flushed once per read batch).
     private var unflushed = false
+    /// Backpressure: the channel stopped being writable (its answers waiting reached the high
+    /// water mark, 64 KiB) so no request is answered and nothing more is read from the client
+    /// until they drain to the low mark.
+    private var paused = false
+    /// A `read()` held back while paused, passed on when the answers have drained.
+    private var readWithheld = false
     /// Per connection (clients usually ask for one host with one User-Agent), so most hits parse
     /// no host and format no client: the raw bytes last seen and what they stood for.
     private var lastHost: (raw: [UInt8], fromAuthority: Bool, host: OriginHost)?
@@ -61,7 +69,25 @@ final class HitFastPath: ChannelInboundHandler, RemovableChannelHandler {
             previous.writeBuffer(&buffer)
             buffer = previous
         }
+        if paused {
+            // Only what one read loop already took from the socket: reads are held back.
+            pending = buffer
+            return
+        }
+        answerRequests(in: &buffer, context: context)
+    }
+
+    /// Answers or routes the complete requests in `buffer`, keeping the rest in `pending`; stops
+    /// (pauses) when the channel is no longer writable.
+    private func answerRequests(in buffer: inout ByteBuffer, context: ChannelHandlerContext) {
         while buffer.readableBytes > 0 {
+            if !context.channel.isWritable {
+                pending = buffer
+                paused = true
+                connection.paused = true
+                flushIfNeeded(context)
+                return
+            }
             switch buffer.withUnsafeReadableBytes({ RequestHeadScanner.scan($0) }) {
             case .incomplete:
                 pending = buffer
@@ -73,7 +99,7 @@ final class HitFastPath: ChannelInboundHandler, RemovableChannelHandler {
             case .head(let head):
                 if connection.routed == 0, let response = buffer.withUnsafeReadableBytes({ answer(head, $0, context) }) {
                     buffer.moveReaderIndex(forwardBy: head.length)
-                    connection.heads &+= 1
+                    connection.progress &+= 1
                     context.write(NIOAny(response), promise: nil)
                     unflushed = true
                 } else {
@@ -84,12 +110,44 @@ final class HitFastPath: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 
-    func channelReadComplete(context: ChannelHandlerContext) {
+    private func flushIfNeeded(_ context: ChannelHandlerContext) {
         if unflushed {
             unflushed = false
             context.flush()
         }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        flushIfNeeded(context)
         context.fireChannelReadComplete()
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if paused {
+            readWithheld = true
+        } else {
+            context.read()
+        }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable {
+            connection.progress &+= 1  // the client read what was waiting
+        }
+        if paused, context.channel.isWritable {
+            paused = false
+            connection.paused = false
+            if var buffer = pending {
+                pending = nil
+                answerRequests(in: &buffer, context: context)
+                flushIfNeeded(context)
+            }
+            if !paused, readWithheld {
+                readWithheld = false
+                context.read()
+            }
+        }
+        context.fireChannelWritabilityChanged()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -116,10 +174,11 @@ final class HitFastPath: ChannelInboundHandler, RemovableChannelHandler {
         }
         guard let host = host(raw, fromAuthority: fromAuthority) else { return nil }
         guard let reply = edge.serveFromMemory(host, client: client(head, bytes, context)) else { return nil }
-        switch reply {
-        case .copy(_, _, let outcome, _), .failure(_, _, let outcome, _): edge.metrics.request(outcome)
-        }
-        if head.ifNoneMatch == nil, case .copy(let snapshot, let age, _, let cacheStatus) = reply {
+        edge.metrics.request(reply.outcome)
+        // A copy's answer is the prebuilt one unless `If-None-Match` names its ETag (then a 304).
+        let ifNoneMatch = head.ifNoneMatch.map { String(decoding: UnsafeRawBufferPointer(rebasing: bytes[$0]), as: UTF8.self) }
+        if case .copy(let snapshot, let age, _, let cacheStatus) = reply,
+           ifNoneMatch.map({ !ClientRoutes.condition($0, matches: snapshot.etag) }) ?? true {
             let second = HTTPDate.second()
             let wire: HitResponseCache.Wire
             if let last = lastWire, last.carries(host, version: snapshot.version, age: age, cacheStatus: cacheStatus, second: second) {
@@ -130,7 +189,6 @@ final class HitFastPath: ChannelInboundHandler, RemovableChannelHandler {
             }
             return head.isHead ? wire.bytes.getSlice(at: wire.bytes.readerIndex, length: wire.headLength) : wire.bytes
         }
-        let ifNoneMatch = head.ifNoneMatch.map { String(decoding: UnsafeRawBufferPointer(rebasing: bytes[$0]), as: UTF8.self) }
         let (response, body) = HitResponseCache.build(reply, host: host, ifNoneMatch: ifNoneMatch, configuration: edge.configuration.cache)
         var out = context.channel.allocator.buffer(capacity: 512 + (body?.readableBytes ?? 0))
         HitResponseCache.writeHead(response, into: &out)
@@ -151,12 +209,15 @@ final class HitFastPath: ChannelInboundHandler, RemovableChannelHandler {
         return host
     }
 
-    /// `X-Client-ID`, else address + User-Agent (formatted once per connection and User-Agent).
+    /// `ClientIdentity`: a usable `X-Client-ID`, else address + User-Agent (formatted once per
+    /// connection and User-Agent).
     private func client(_ head: RequestHeadScanner.Head, _ bytes: UnsafeRawBufferPointer, _ context: ChannelHandlerContext) -> String {
-        if let id = head.clientID, !id.isEmpty { return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[id]), as: UTF8.self) }
+        if let id = head.clientID, ClientIdentity.isUsableID(UnsafeRawBufferPointer(rebasing: bytes[id])) {
+            return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[id]), as: UTF8.self)
+        }
         let userAgent = head.userAgent.map { UnsafeRawBufferPointer(rebasing: bytes[$0]) } ?? UnsafeRawBufferPointer(start: nil, count: 0)
         if let last = lastUserAgent, last.raw.elementsEqual(userAgent) { return last.client }
-        let client = (context.remoteAddress?.ipAddress ?? "unknown") + " " + String(decoding: userAgent, as: UTF8.self)
+        let client = ClientIdentity.make(clientID: nil as [UInt8]?, address: context.remoteAddress?.ipAddress ?? "unknown", userAgent: userAgent)
         lastUserAgent = (Array(userAgent), client)
         return client
     }
@@ -166,18 +227,48 @@ final class HitFastPath: ChannelInboundHandler, RemovableChannelHandler {
 final class ConnectionState {
     /// Requests passed to the router and not yet answered.
     var routed = 0
-    /// Request heads seen (answered by either path): the idle check's measure of progress.
-    var heads = 0
+    /// Request heads seen (answered by either path) and drained backlogs: the idle check's
+    /// measure of progress.
+    var progress = 0
+    /// The fast path holds requests back until the client reads its answers.
+    var paused = false
+}
+
+/// Open client connections against `--max-connections` (shared by every connection).
+public final class ConnectionLimit: @unchecked Sendable {
+    public let maximum: Int
+    private let lock = NIOLock()
+    private var open = 0
+
+    public init(maximum: Int) { self.maximum = max(1, maximum) }
+
+    /// Takes a place for a new connection; false when the edge is full.
+    func admit() -> Bool {
+        lock.withLock {
+            guard open < maximum else { return false }
+            open += 1
+            return true
+        }
+    }
+
+    func leave() { lock.withLock { open -= 1 } }
+
+    public var current: Int { lock.withLock { open } }
 }
 
 /// Sits after the HTTP codecs: counts the requests the router has to answer (a head passed up,
-/// its response's `.end` passed down), so `HitFastPath` keeps responses in request order, and
-/// closes idle connections. It installs `HitFastPath` at the front of the pipeline and
-/// `ExplicitConnectionClose` before the HTTPTypes codec.
+/// its response's `.end` passed down), so `HitFastPath` keeps responses in request order, keeps
+/// the connection count under `--max-connections`, and closes connections that stall. It
+/// installs `HitFastPath` at the front of the pipeline and `ExplicitConnectionClose` before the
+/// HTTPTypes codec.
 ///
-/// Slow and idle clients: a connection that sends no complete request head for `clientTimeout`
-/// (between one and two periods: a per-connection tick, not a timer per request) while nothing of
-/// its own is in progress is closed — slowloris heads, idle keep-alive.
+/// Stalled clients (checked by a per-connection tick of `clientTimeout`, not a timer per request,
+/// so a stall is noticed between one and two periods after it began):
+/// - nothing of its own in progress and no complete request head sent (slowloris heads, idle
+///   keep-alive);
+/// - a request whose body is still arriving `clientTimeout` after its head (slow bodies);
+/// - answers waiting that the client does not read (paused, or the router's writer blocked on an
+///   unwritable channel), with no progress over a whole period.
 final class RequestTracker: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -186,19 +277,25 @@ final class RequestTracker: ChannelDuplexHandler, RemovableChannelHandler {
 
     private let edge: Edge
     private let cache: HitResponseCache
+    private let limit: ConnectionLimit?
     private let connection = ConnectionState()
     private let clientTimeout: TimeAmount?
-    private var headsAtLastTick = 0
+    private var progressAtLastTick = 0
+    /// When the request whose body is still arriving began.
+    private var bodySince: NIODeadline?
     private var tick: Scheduled<Void>?
+    /// This connection holds a place in `limit`.
+    private var admitted = false
 
-    init(edge: Edge, cache: HitResponseCache, clientTimeout: TimeAmount?) {
+    init(edge: Edge, cache: HitResponseCache, clientTimeout: TimeAmount?, limit: ConnectionLimit? = nil) {
         self.edge = edge
         self.cache = cache
         self.clientTimeout = clientTimeout
+        self.limit = limit
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
-        if context.channel.isActive { scheduleTick(context) }
+        if context.channel.isActive { start(context) }
         let pipeline = context.pipeline.syncOperations
         // Before the version-independent types drop the HTTP version, make "close after this
         // response" explicit for HTTP/1.0 requests, for Hummingbird.
@@ -212,28 +309,52 @@ final class RequestTracker: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        scheduleTick(context)
+        start(context)
         context.fireChannelActive()
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
+    /// Once per connection: takes its place under `--max-connections` (or closes it at once) and
+    /// starts the stall check.
+    private func start(_ context: ChannelHandlerContext) {
+        if let limit, !admitted {
+            guard limit.admit() else {
+                edge.metrics.connectionRejected()
+                context.close(promise: nil)
+                return
+            }
+            admitted = true
+        }
+        scheduleTick(context)
+    }
+
+    private func finish() {
         tick?.cancel()
         tick = nil
+        if admitted {
+            admitted = false
+            limit?.leave()
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        finish()
         context.fireChannelInactive()
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        tick?.cancel()
-        tick = nil
+        finish()
     }
 
     private func scheduleTick(_ context: ChannelHandlerContext) {
         guard let clientTimeout, tick == nil else { return }
         tick = context.eventLoop.assumeIsolatedUnsafeUnchecked().scheduleTask(in: clientTimeout) {
             self.tick = nil
-            let idle = self.connection.heads == self.headsAtLastTick && self.connection.routed == 0
-            self.headsAtLastTick = self.connection.heads
-            if idle {
+            let progressed = self.connection.progress != self.progressAtLastTick
+            self.progressAtLastTick = self.connection.progress
+            let waitingOnClient = self.connection.paused || !context.channel.isWritable
+            let idle = !progressed && (self.connection.routed == 0 || waitingOnClient)
+            let slowBody = self.bodySince.map { NIODeadline.now() - $0 >= clientTimeout } ?? false
+            if idle || slowBody {
                 context.close(promise: nil)
             } else {
                 self.scheduleTick(context)
@@ -242,9 +363,15 @@ final class RequestTracker: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .head = unwrapInboundIn(data) {
-            connection.heads &+= 1
+        switch unwrapInboundIn(data) {
+        case .head:
+            connection.progress &+= 1
             connection.routed += 1
+            bodySince = .now()
+        case .end:
+            bodySince = nil
+        case .body:
+            break
         }
         context.fireChannelRead(data)
     }
@@ -257,7 +384,8 @@ final class RequestTracker: ChannelDuplexHandler, RemovableChannelHandler {
 
 /// What the fast path shares across connections: parsed and allowed hosts by their raw spelling,
 /// and per host the last copy response built as bytes (valid while the version, `Age`,
-/// `Cache-Status` and `Date` it carries are unchanged, so at most one build per host per second).
+/// `Cache-Status` and `Date` it carries are unchanged, so at most one build per host per second),
+/// within a byte budget that is part of `--memory-cache-mb`.
 final class HitResponseCache: @unchecked Sendable {
     /// A copy's whole HTTP/1.1 response: status line, fields, blank line, body.
     struct Wire {
@@ -280,11 +408,17 @@ final class HitResponseCache: @unchecked Sendable {
     private let lock = NIOLock()
     private var hosts: [Substring: OriginHost] = [:]
     private var built: [OriginHost: Wire] = [:]
+    /// What `built` holds, in bytes, against `budget` (its share of `--memory-cache-mb`).
+    private var heldBytes = 0
+    var builtBytes: Int { lock.withLock { heldBytes } }
+    let budget: Int
     /// Parsed hosts kept (cleared wholesale when reached); connections also remember their last.
     private static let limit = 4_096
-    /// Built responses hold a body each, outside `--memory-cache-mb`: keep only a hot set (about
-    /// 25 MB at 3 KB per entry), rebuilt from the memory cache when it is cleared.
-    private static let builtLimit = 8_192
+
+    init(budget: Int) { self.budget = max(0, budget) }
+
+    /// What a built response holds: its bytes and the dictionary slot with its key.
+    static func cost(_ wire: Wire) -> Int { wire.bytes.capacity + 160 + wire.host.description.utf8.count + wire.cacheStatus.utf8.count }
 
     /// The host for a raw spelling, when it parses and the edge serves it.
     func host(_ raw: Substring, edge: Edge) -> OriginHost? {
@@ -298,7 +432,8 @@ final class HitResponseCache: @unchecked Sendable {
     }
 
     /// The response bytes for a copy (`reply` must be `.copy`), shared by every hit on the host
-    /// within the second.
+    /// within the second. Kept while the built responses fit their budget; past it, the older
+    /// ones are dropped (and rebuilt from the memory cache when next needed).
     func wire(_ reply: EdgeReply, host: OriginHost, configuration: CacheConfiguration) -> Wire {
         guard case .copy(let snapshot, let age, _, let cacheStatus) = reply else { preconditionFailure("wire(_:) takes a copy") }
         let second = HTTPDate.second()
@@ -314,9 +449,21 @@ final class HitResponseCache: @unchecked Sendable {
         if let body { bytes.writeImmutableBuffer(body) }
         let wire = Wire(host: host, version: snapshot.version, age: age, cacheStatus: cacheStatus, second: second, bytes: bytes,
                         headLength: headLength)
+        let cost = Self.cost(wire)
         lock.withLock {
-            if built.count >= Self.builtLimit { built.removeAll(keepingCapacity: true) }
+            if let replaced = built.removeValue(forKey: host) { heldBytes -= Self.cost(replaced) }
+            guard cost <= budget else { return }
+            if heldBytes + cost > budget {
+                // Drop about half, oldest second first: hot hosts are rebuilt within a second.
+                let target = budget / 2
+                for (key, old) in built.sorted(by: { $0.value.second < $1.value.second }) {
+                    built[key] = nil
+                    heldBytes -= Self.cost(old)
+                    if heldBytes + cost <= target { break }
+                }
+            }
             built[host] = wire
+            heldBytes += cost
         }
         return wire
     }

@@ -1,4 +1,5 @@
 import AASAEngine
+import Foundation
 
 /// The failure reasons of the contract, in Apple's `SWCERR` family.
 public enum FailureCode: String, Sendable, CaseIterable {
@@ -60,6 +61,51 @@ public enum FetchOutcome: Sendable, Equatable {
     /// 304 to a conditional request: the caller's copy is still current.
     case notModified
     case failed(OriginFailure)
+    /// Something of the edge's own ran short (file descriptors, memory): not the origin's doing,
+    /// so never recorded or cached as an origin failure.
+    case local(LocalProblem)
+}
+
+/// A shortage on the edge's side that stopped a fetch before the origin was reached.
+public struct LocalProblem: Sendable, Equatable, CustomStringConvertible {
+    public enum Resource: String, Sendable, CaseIterable {
+        case fileDescriptors = "file-descriptors"
+        case memory
+    }
+
+    public let resource: Resource
+    /// What failed, e.g. `socket(): Too many open files`.
+    public let cause: String
+
+    public init(_ resource: Resource, cause: String) {
+        self.resource = resource
+        self.cause = cause
+    }
+
+    public var description: String {
+        (resource == .fileDescriptors ? "out of file descriptors" : "out of memory") + " (" + cause + ")"
+    }
+
+    /// Whether the process cannot open one more descriptor right now (EMFILE / ENFILE).
+    public static func descriptorShortage() -> LocalProblem? {
+        let fd = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        guard fd < 0 else {
+            close(fd)
+            return nil
+        }
+        let error = errno
+        guard error == EMFILE || error == ENFILE else { return nil }
+        return LocalProblem(.fileDescriptors, cause: "open(): " + String(cString: strerror(error)))
+    }
+
+    /// The shortage an `errno` from `socket()` stands for, if it is one.
+    static func from(socketErrno error: Int32) -> LocalProblem? {
+        switch error {
+        case EMFILE, ENFILE: return LocalProblem(.fileDescriptors, cause: "socket(): " + String(cString: strerror(error)))
+        case ENOBUFS, ENOMEM: return LocalProblem(.memory, cause: "socket(): " + String(cString: strerror(error)))
+        default: return nil
+        }
+    }
 }
 
 /// Seconds from the start of the transfer until each phase ended (0 when not reached).

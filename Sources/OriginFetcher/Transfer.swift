@@ -31,6 +31,8 @@ final class Transfer: @unchecked Sendable {
     fileprivate var headersComplete = false
     fileprivate var headers: [String: String] = [:]
     fileprivate var refusedAddress: String?
+    /// `errno` of a `socket()` that failed in the open-socket callback.
+    fileprivate var socketErrno: Int32 = 0
     /// The TLS handshake began, so TCP was connected (curl's CONNECT_TIME covers TCP and TLS).
     fileprivate var handshakeStarted = false
 
@@ -162,7 +164,9 @@ final class Transfer: @unchecked Sendable {
                 return -1  // CURL_SOCKET_BAD: nothing is sent to the address
             }
         }
-        return aasa_open_socket(address)
+        let fd = aasa_open_socket(address)
+        if fd < 0 { socketErrno = errno }
+        return fd
     }
 
     // MARK: completion
@@ -273,6 +277,9 @@ final class Transfer: @unchecked Sendable {
         if let refusedAddress {
             return failure(.privateAddress, [JSONMember("address", .string(refusedAddress))])
         }
+        if code != CURLE_OK, status == nil, let problem = localProblem(code) {
+            return .local(problem)
+        }
         switch code {
         case CURLE_OK: break
         case CURLE_COULDNT_RESOLVE_HOST:
@@ -293,6 +300,21 @@ final class Transfer: @unchecked Sendable {
             return failure(.invalidJSON, [JSONMember("cause", .string(problem))])
         }
         return .fetched
+    }
+
+    /// A shortage of the edge's own behind a transfer that never reached the origin: the socket
+    /// could not be opened, curl ran out of memory, or (when curl only says that resolving or
+    /// connecting failed, as it does when its resolver cannot get a descriptor) the process has
+    /// no descriptor left right now.
+    private func localProblem(_ code: CURLcode) -> LocalProblem? {
+        if let problem = LocalProblem.from(socketErrno: socketErrno) { return problem }
+        if code == CURLE_OUT_OF_MEMORY { return LocalProblem(.memory, cause: curlMessage(code)) }
+        switch code {
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT, CURLE_FAILED_INIT, CURLE_RECV_ERROR, CURLE_SEND_ERROR:
+            return LocalProblem.descriptorShortage()
+        default:
+            return nil
+        }
     }
 
     /// Why `bytes` is not a JSON object, or nil when it is one.

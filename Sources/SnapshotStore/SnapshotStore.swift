@@ -227,6 +227,33 @@ public final class SnapshotStore: Sendable {
                 CREATE TABLE readiness (id INTEGER PRIMARY KEY CHECK (id = 1), checkedAt REAL NOT NULL);
                 """)
         }
+        // The ledger keeps, per host, version and client, when the client was first and last
+        // given the version (what the propagation views read), not every answer: its size is
+        // bounded by clients, not by traffic. Clients past `--max-tracked-clients` per version
+        // are folded into `served_others`.
+        migrator.registerMigration("v4 served clients") { db in
+            try db.execute(sql: """
+                CREATE TABLE served_client (
+                    host TEXT NOT NULL,
+                    version INTEGER NOT NULL,
+                    client TEXT NOT NULL,
+                    firstAt REAL NOT NULL,
+                    lastAt REAL NOT NULL,
+                    PRIMARY KEY (host, version, client)
+                ) WITHOUT ROWID;
+                CREATE INDEX served_client_by_last ON served_client(host, version, lastAt);
+                CREATE TABLE served_others (
+                    host TEXT NOT NULL,
+                    version INTEGER NOT NULL,
+                    clients INTEGER NOT NULL,
+                    lastAt REAL NOT NULL,
+                    PRIMARY KEY (host, version)
+                ) WITHOUT ROWID;
+                INSERT INTO served_client (host, version, client, firstAt, lastAt)
+                    SELECT host, version, substr(client, 1, 256), MIN(at), MAX(at) FROM served GROUP BY host, version, substr(client, 1, 256);
+                DROP TABLE served;
+                """)
+        }
         return migrator
     }
 
@@ -373,30 +400,87 @@ public final class SnapshotStore: Sendable {
             """, arguments: [name, fetch.at, outcome, fetch.status, reason, details, fetch.durationMs, version, fetch.trigger])
     }
 
-    /// Appends served events in one transaction.
-    public func recordServed(_ events: [ServedEvent]) throws {
+    /// Records served events in one transaction: each moves its client's first and last time for
+    /// the version. Per host and version at most `maxClients` clients are kept; the least
+    /// recently seen beyond that are folded into the version's `others` count.
+    public func recordServed(_ events: [ServedEvent], maxClients: Int = .max) throws {
+        struct Key: Hashable {
+            let host: String
+            let version: Int
+        }
         try pool.write { db in
-            let statement = try db.cachedStatement(sql: "INSERT INTO served (host, version, at, client) VALUES (?, ?, ?, ?)")
+            let upsert = try db.cachedStatement(sql: """
+                INSERT INTO served_client (host, version, client, firstAt, lastAt) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (host, version, client) DO UPDATE SET firstAt = min(firstAt, excluded.firstAt), lastAt = max(lastAt, excluded.lastAt)
+                """)
+            var touched = Set<Key>()
             for event in events {
-                try statement.execute(arguments: [event.host, event.version, event.at, event.client])
+                try upsert.execute(arguments: [event.host, event.version, event.client, event.at, event.at])
+                touched.insert(Key(host: event.host, version: event.version))
+            }
+            for key in touched {
+                let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM served_client WHERE host = ? AND version = ?",
+                                             arguments: [key.host, key.version]) ?? 0
+                guard count > maxClients else { continue }
+                let excess = count - maxClients
+                let lastAt = try Double.fetchOne(db, sql: """
+                    SELECT MAX(lastAt) FROM (SELECT lastAt FROM served_client WHERE host = ? AND version = ? ORDER BY lastAt LIMIT ?)
+                    """, arguments: [key.host, key.version, excess]) ?? 0
+                try db.execute(sql: """
+                    DELETE FROM served_client WHERE host = ? AND version = ? AND client IN
+                        (SELECT client FROM served_client WHERE host = ? AND version = ? ORDER BY lastAt LIMIT ?)
+                    """, arguments: [key.host, key.version, key.host, key.version, excess])
+                try db.execute(sql: """
+                    INSERT INTO served_others (host, version, clients, lastAt) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (host, version) DO UPDATE SET clients = clients + excluded.clients, lastAt = max(lastAt, excluded.lastAt)
+                    """, arguments: [key.host, key.version, excess, lastAt])
             }
         }
     }
 
-    /// Drops served events older than `time` (ledger retention); returns how many.
+    /// Drops ledger entries last seen before `time` (ledger retention); returns how many.
     @discardableResult
     public func pruneServed(before time: Double) throws -> Int {
         try pool.write { db in
-            try db.execute(sql: "DELETE FROM served WHERE at < ?", arguments: [time])
-            return db.changesCount
+            try db.execute(sql: "DELETE FROM served_client WHERE lastAt < ?", arguments: [time])
+            let removed = db.changesCount
+            try db.execute(sql: "DELETE FROM served_others WHERE lastAt < ?", arguments: [time])
+            return removed
         }
     }
 
-    /// Served events for a host, oldest first.
+    /// The ledger of a host as served events, oldest first: each client's first and (when later)
+    /// last answer of each version.
     public func served(host name: String) throws -> [ServedEvent] {
         try pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT host, version, at, client FROM served WHERE host = ? ORDER BY id", arguments: [name])
-                .map { ServedEvent(host: $0["host"], version: $0["version"], at: $0["at"], client: $0["client"]) }
+            var events: [ServedEvent] = []
+            let rows = try Row.fetchCursor(db, sql: "SELECT version, client, firstAt, lastAt FROM served_client WHERE host = ?", arguments: [name])
+            while let row = try rows.next() {
+                let version: Int = row["version"]
+                let client: String = row["client"]
+                let first: Double = row["firstAt"]
+                let last: Double = row["lastAt"]
+                events.append(ServedEvent(host: name, version: version, at: first, client: client))
+                if last > first { events.append(ServedEvent(host: name, version: version, at: last, client: client)) }
+            }
+            return events.sorted { $0.at < $1.at }
+        }
+    }
+
+    /// Per version, how many clients were folded out of the ledger (`--max-tracked-clients`).
+    public func servedOthers(host name: String) throws -> [Int: Int] {
+        try pool.read { db in
+            var others: [Int: Int] = [:]
+            let rows = try Row.fetchCursor(db, sql: "SELECT version, clients FROM served_others WHERE host = ?", arguments: [name])
+            while let row = try rows.next() { others[row["version"]] = row["clients"] }
+            return others
+        }
+    }
+
+    /// Clients kept in the ledger for a host and version.
+    public func trackedClients(host name: String, version: Int) throws -> Int {
+        try pool.read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM served_client WHERE host = ? AND version = ?", arguments: [name, version]) ?? 0
         }
     }
 

@@ -84,3 +84,20 @@ import Testing
         #expect(rebuilt == target)
     }
 }
+
+/// Apps that share a details entry share its comparison: computed once, reported per app.
+@Suite struct SharedEntryDiffTests {
+    @Test func manyAppsOnOneEntryEachGetTheChange() {
+        let apps = (0..<400).map { "ABCDE12345.com.example.app\($0)" }
+        func file(_ last: String) -> AASADocument {
+            let ids = apps.map { "\"\($0)\"" }.joined(separator: ",")
+            let rules = (0..<300).map { #"{"/":"/r\#($0)/*"}"# }.joined(separator: ",")
+            let text = #"{"applinks":{"details":[{"appIDs":[\#(ids)],"components":[\#(rules),{"/":"\#(last)"}]}]}}"#
+            return AASAFile.read(Array(text.utf8)).document!
+        }
+        let d = AASADiff(old: file("/old"), new: file("/new"))
+        #expect(d.rules.count == 400)
+        #expect(d.rules.allSatisfy { $0.changes.map(\.change) == [.changed] && $0.changes.first?.newIndex == 300 })
+        #expect(d.appsAdded.isEmpty && d.appsRemoved.isEmpty)
+    }
+}

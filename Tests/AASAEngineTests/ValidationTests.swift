@@ -138,3 +138,48 @@ let validationCases: [ValidationCase] = [
         #expect(found.isSuperset(of: ["AE005", "AE023"]))
     }
 }
+
+/// Hostile sizes: wide objects and repeated problems stay cheap and their diagnostics small.
+@Suite struct WideFileTests {
+    /// A details entry with thousands of unknown keys (close to the 131,072-byte limit): looked
+    /// up in constant time, and reported as five diagnostics plus one summary with the count
+    /// (before: 0.9 s of CPU and one diagnostic per key).
+    @Test func thousandsOfUnknownKeysGiveFiveDiagnosticsAndACount() throws {
+        let keys = (0..<9_000).map { #""k\#($0)":1"# }.joined(separator: ",")
+        let text = #"{"applinks":{"details":[{"appIDs":["\#(A)"],"components":[{"/":"/x"}],\#(keys)}]}}"#
+        #expect(text.utf8.count <= AASAFile.maximumSize)
+        let file = AASAFile.read(Array(text.utf8))
+        let unknown = file.diagnostics.filter { $0.code == .unknownDetailKey }
+        #expect(unknown.count == 6)
+        #expect(unknown.last?.count == 8_995)
+        #expect(unknown.last?.pointer.description == "/applinks/details/0/k5")
+        #expect(file.isValid)
+        let stored = JSONWriter.string(.array(file.diagnostics.map(\.json)))
+        #expect(stored.utf8.count < 4_096, "diagnostics JSON of \(stored.utf8.count) bytes")
+        #expect(stored.contains(#""count":8995"#))
+    }
+
+    /// The same key repeated thousands of times: one duplicate-key diagnostic per listed
+    /// occurrence up to five, then a count (before: 2.66 MB of diagnostics).
+    @Test func repeatedDuplicateKeysAreCounted() throws {
+        let repeats = (0..<8_000).map { _ in #""x":1"# }.joined(separator: ",")
+        let text = #"{"webcredentials":{"apps":["\#(A)"]},"pad":{\#(repeats)}}"#
+        let file = AASAFile.read(Array(text.utf8))
+        let duplicates = file.diagnostics.filter { $0.code == .duplicateKey }
+        #expect(duplicates.count == 6)
+        #expect(duplicates.map(\.count).reduce(0, +) == 7_999)
+    }
+
+    /// Lookups in a wide object find the last member of a name, as in a narrow one.
+    @Test func wideObjectLookupKeepsLastMemberSemantics() {
+        var members = (0..<100).map { JSONMember("k\($0)", .number(JSONNumber(String($0)))) }
+        members.append(JSONMember("k3", "last"))
+        var object = JSONObject(members)
+        #expect(object["k3"] == "last")
+        #expect(object["k99"] == .number(JSONNumber("99")))
+        #expect(object["missing"] == nil)
+        object.members.append(JSONMember("k99", "changed"))
+        #expect(object["k99"] == "changed")
+        #expect(object.uniqueMembers.count == 100)
+    }
+}

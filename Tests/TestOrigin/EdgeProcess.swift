@@ -11,11 +11,18 @@ public enum TestHTTP {
         public let headers: [String: String]
         public let body: [UInt8]
         public var text: String { String(decoding: body, as: UTF8.self) }
+
+        public init(status: Int, headers: [String: String], body: [UInt8]) {
+            self.status = status
+            self.headers = headers
+            self.body = body
+        }
         public subscript(_ name: String) -> String? { headers[name.lowercased()] }
     }
 
     public struct Failure: Error, CustomStringConvertible {
         public let description: String
+        public init(description: String) { self.description = description }
     }
 
     /// Sends `bytes` on a new connection to 127.0.0.1:`port` and returns everything received until

@@ -96,7 +96,7 @@ public final class TestOrigin: @unchecked Sendable {
 }
 
 extension JSONValue {
-    var numberInt: Int? {
+    public var numberInt: Int? {
         if case .number(let n) = self { return Int(n.text) }
         return nil
     }
