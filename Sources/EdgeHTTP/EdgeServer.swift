@@ -183,7 +183,21 @@ struct AdminRoutes: Sendable {
     func register(on group: RouterGroup<EdgeRequestContext>) {
         group.get("/domains") { request, _ in
             try authorize(request)
-            return Response.json(.ok, .object(JSONObject([JSONMember("domains", .array(edge.domains().map { $0.json(detailed: false) }))])))
+            let query = request.uri.queryParameters
+            let given = query.get("limit")
+            guard let limit = given.map({ Int($0) }) ?? 1000, (1...10_000).contains(limit) else {
+                throw AdminError(.badRequest, "limit must be a number from 1 to 10000")
+            }
+            let state = query.get("state")
+            if let state, !["fresh", "stale", "failing", "purged"].contains(state) {
+                throw AdminError(.badRequest, "state must be fresh, stale, failing or purged")
+            }
+            let page = edge.domainPage(limit: limit, after: query.get("after"), state: state,
+                                       query: query.get("q").map { String($0.prefix(256)).lowercased() })
+            return Response.json(.ok, .object(JSONObject([
+                JSONMember("domains", .array(page.domains.map { $0.json(detailed: false) })),
+                JSONMember("next", page.next.map { .string($0) } ?? .null),
+            ])))
         }
         group.get("/domains/:host") { request, context in
             try authorize(request)

@@ -1,5 +1,6 @@
 import AASAEngine
 import Foundation
+import OriginFetcher
 import SnapshotStore
 import TestOrigin
 import Testing
@@ -294,6 +295,47 @@ import Testing
         print("prebuilt \(Int(prebuilt) >> 10) KB, entries \(Int(entries) >> 10) KB, RSS +\((Self.rss(edge.pid) - rssBefore) >> 20) MB")
         #expect(prebuilt > 0 && prebuilt <= Double(2 << 20), "prebuilt responses hold \(prebuilt) bytes")
         #expect(entries > 0 && entries <= Double(14 << 20), "host entries hold \(entries) bytes")
+    }
+
+    /// The admin list is sorted once and paged (`limit`, `after`, `state`, `q`, answered with
+    /// `next`); the pages together are every host exactly once.
+    @Test func adminDomainListIsPaged() throws {
+        let db = temporaryDB()
+        try FileManager.default.createDirectory(atPath: (db as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let store = try SnapshotStore(path: db)
+        let now = Date().timeIntervalSince1970
+        let names = (0..<200).map { String(format: "h%03d.page.test", ($0 * 7) % 200) }
+        for (i, name) in names.enumerated() {
+            let fetch = FetchRecord(at: now, status: 200, durationMs: 1, trigger: "request", expiresAt: now + 3600)
+            if i % 4 == 0 {
+                _ = try store.recordFailure(host: name, reason: "SWCERR00203 Connection Failed", details: "{}", fetch: fetch)
+            } else {
+                let body = Array(aasaBody().utf8)
+                _ = try store.recordSuccess(host: name, body: body, sha256: SHA256.hex(body), etag: nil, lastModified: nil,
+                                            contentType: nil, cacheControl: nil, valid: true, diagnostics: "[]",
+                                            appIDs: ["ABCDE12345.com.example.app"], fetch: fetch)
+            }
+        }
+        let edge = try startEdge(hosts: [], db: db)
+        defer { edge.stop() }
+        var seen: [String] = []
+        var after: String?
+        var pages = 0
+        repeat {
+            let page = try json(try edge.admin("GET", "/domains?limit=64" + (after.map { "&after=\($0)" } ?? "")))
+            seen += (page["domains"]?.arrayValue ?? []).compactMap { $0.objectValue?["domain"]?.stringValue }
+            after = page["next"]?.stringValue
+            pages += 1
+        } while after != nil && pages < 10
+        #expect(pages == 4)
+        #expect(seen == names.sorted())
+        let failing = try json(try edge.admin("GET", "/domains?state=failing"))
+        #expect(failing["domains"]?.arrayValue?.count == 50)
+        #expect(failing["next"] == .null)
+        let matching = try json(try edge.admin("GET", "/domains?q=h19"))
+        #expect((matching["domains"]?.arrayValue ?? []).compactMap { $0.objectValue?["domain"]?.stringValue } == (190..<200).map { "h\($0).page.test" })
+        #expect(try edge.admin("GET", "/domains?limit=0").status == 400)
+        #expect(try edge.admin("GET", "/domains?state=odd").status == 400)
     }
 }
 
