@@ -3,6 +3,7 @@
 
     reliability.py crash [--rounds 20] [--hosts 300]   kill -9 during release refetches under load
     reliability.py soak  [--seconds 60 | --minutes N]   load with purges, refetches, content changes
+    reliability.py hostile [--seconds 5]                hostile clients against the contract's bounds
 
 crash: each round starts the edge on the same store, checks the store the previous kill left
 (PRAGMA integrity_check, every version any client or release saw still stored with the same
@@ -17,7 +18,16 @@ its body's sha256 equal to the stored sha256 of the AASA-Edge-Version it claims;
 installed, adds raw load on one host (any non-2xx fails the run). RSS is sampled each second and
 its growth after warm-up (the first 20 %, at least 5 s) reported; 10 % or more fails.
 
-Both print one summary line per check and exit 1 when any check fails. --json FILE writes the figures.
+hostile: one phase per attack, each --seconds long, while a well-behaved keep-alive client asks
+for a warm host: a pipelined flood from clients that never read, slowloris heads, slow request
+bodies, 3,000 cold hosts at once (behind a slow origin), then, on an edge started with 256 file
+descriptors, 400 idle connections and a cold request. The edge's RSS and descriptor count are
+sampled every 0.1 s and printed against the bounds (--memory-cache-mb + a fixed overhead,
+--max-connections + --origin-concurrency + a fixed overhead), beside the good client's success
+rate and p99. A bound exceeded, a good client below 99 % success, or a 5xx other than the
+contract's 503 fails the run.
+
+Each prints one summary line per check and exits 1 when any check fails. --json FILE writes the figures.
 """
 import argparse
 import hashlib
@@ -28,6 +38,7 @@ import random
 import re
 import shutil
 import signal
+import socket
 import sqlite3
 import statistics
 import subprocess
@@ -366,22 +377,261 @@ def soak(args, work):
     return figures
 
 
+class Sampler:
+    """RSS (kB) and open descriptors of a process, every 0.1 s, until stopped."""
+
+    def __init__(self, pid):
+        self.pid, self.rss, self.fds = pid, [], []
+        self.stop_flag = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.stop_flag.is_set():
+            try:
+                with open(f"/proc/{self.pid}/status") as f:
+                    self.rss.append(next(int(l.split()[1]) for l in f if l.startswith("VmRSS:")))
+                self.fds.append(len(os.listdir(f"/proc/{self.pid}/fd")))
+            except (OSError, StopIteration):
+                pass
+            time.sleep(0.1)
+
+    def stop(self):
+        self.stop_flag.set()
+        self.thread.join()
+        return max(self.rss or [0]), max(self.fds or [0])
+
+
+class GoodClient:
+    """One keep-alive client asking for a warm host: success rate and latency."""
+
+    def __init__(self, port, host):
+        self.port, self.host = port, host
+        self.latencies, self.failures = [], []
+        self.stop_flag = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        conn = None
+        while not self.stop_flag.is_set():
+            started = time.monotonic()
+            try:
+                if conn is None:
+                    conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+                conn.request("GET", f"/a/v1/{self.host}")
+                r = conn.getresponse()
+                r.read()
+                if r.status == 200:
+                    self.latencies.append(time.monotonic() - started)
+                else:
+                    self.failures.append(r.status)
+            except (OSError, http.client.HTTPException) as e:
+                self.failures.append(type(e).__name__)
+                conn = None
+            time.sleep(0.01)
+
+    def stop(self):
+        self.stop_flag.set()
+        self.thread.join(timeout=15)
+        answers = len(self.latencies) + len(self.failures)
+        ordered = sorted(self.latencies)
+        p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000 if ordered else None
+        return answers, (len(self.latencies) / answers * 100 if answers else 0.0), p99
+
+
+def attack_sockets(port, count):
+    out = []
+    for _ in range(count):
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        s.setblocking(False)
+        out.append(s)
+    return out
+
+
+def pipelined_flood(port, host, seconds):
+    """Clients that send pipelined requests and never read."""
+    request = f"GET /a/v1/{host} HTTP/1.1\r\nHost: x\r\nIf-None-Match: \"nomatch\"\r\n\r\n".encode() * 200
+    sockets = attack_sockets(port, 8)
+    sent, end = 0, time.monotonic() + seconds
+    while time.monotonic() < end:
+        for s in sockets:
+            try:
+                sent += s.send(request)
+            except (BlockingIOError, OSError):
+                pass
+        time.sleep(0.001)
+    return sockets, f"{sent >> 20} MB of pipelined requests on 8 connections that never read"
+
+
+def slowloris(port, host, seconds):
+    sockets = attack_sockets(port, 500)
+    for s in sockets:
+        s.send(f"GET /a/v1/{host} HTTP/1.1\r\nHost: x\r\n".encode())
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        for s in sockets:
+            try:
+                s.send(b"X-Slow: 1\r\n")
+            except OSError:
+                pass
+        time.sleep(0.5)
+    return sockets, "500 connections dribbling header lines"
+
+
+def slow_bodies(port, host, seconds):
+    sockets = attack_sockets(port, 200)
+    for s in sockets:
+        s.send(b"POST /login HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100000\r\n\r\nt")
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        for s in sockets:
+            try:
+                s.send(b"x")
+            except OSError:
+                pass
+        time.sleep(0.5)
+    return sockets, "200 POST /login bodies dribbled a byte every 0.5 s"
+
+
+def cold_hosts(port, hosts):
+    """Every host requested at once, one connection each (asyncio); the statuses."""
+    import asyncio
+
+    async def one(h):
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 20)
+            writer.write(f"GET /a/v1/{h} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+            await writer.drain()
+            line = await asyncio.wait_for(reader.readline(), 60)
+            writer.close()
+            return int(line.split()[1]) if line.startswith(b"HTTP/1.1 ") else 0
+        except (OSError, asyncio.TimeoutError, ValueError, IndexError):
+            return 0
+
+    async def run():
+        return await asyncio.gather(*(one(h) for h in hosts))
+
+    statuses = {}
+    for status in asyncio.run(run()):
+        statuses[status] = statuses.get(status, 0) + 1
+    return statuses
+
+
+def hostile(args, work):
+    origin = Origin(os.path.join(work, "origin"))
+    good = "good.lab.test"
+    origin.set(good, {"status": 200, "body": body_for(good, 0)})
+    cold = [f"cold{i}.lab.test" for i in range(3000)]
+    for h in cold:
+        origin.set(h, {"status": 200, "body": body_for(h, 0), "delay": 0.5})
+    db = os.path.join(work, "store", "aasa-edge.sqlite")
+    os.makedirs(os.path.dirname(db))
+    memory_mb, max_connections, origin_slots = 64, 2000, 256
+    edge = Edge(args.bin, db, origin, ["--client-timeout", "2", "--memory-cache-mb", str(memory_mb),
+                                       "--max-connections", str(max_connections), "--origin-concurrency", str(origin_slots)])
+    edge.request("GET", f"/a/v1/{good}")
+    time.sleep(1)
+    base_rss = edge.rss_kb()
+    rss_bound = base_rss + (memory_mb + 128) * 1024
+    fd_bound = max_connections + origin_slots + 96
+    failures, phases = [], []
+
+    def phase(name, attack):
+        sampler, client = Sampler(edge.process.pid), GoodClient(edge.port, good)
+        sockets, what = attack()
+        time.sleep(0.5)
+        for s in sockets:
+            s.close()
+        rss, fds = sampler.stop()
+        answers, success, p99 = client.stop()
+        phases.append({"phase": name, "attack": what, "rssMaxKB": rss, "rssBoundKB": rss_bound, "fdsMax": fds, "fdBound": fd_bound,
+                       "goodAnswers": answers, "goodSuccessPercent": round(success, 2), "goodP99Ms": p99 and round(p99, 2)})
+        print(f"hostile {name:<16} {what}: RSS max {rss / 1024:.0f} MB (bound {rss_bound / 1024:.0f}), fds max {fds} (bound {fd_bound}); "
+              f"good client {answers} answers, {success:.2f} % 200, p99 {p99 and round(p99, 2)} ms", flush=True)
+        if rss > rss_bound:
+            failures.append(f"{name}: RSS {rss} kB over the bound {rss_bound} kB")
+        if fds > fd_bound:
+            failures.append(f"{name}: {fds} descriptors over the bound {fd_bound}")
+        if success < 99:
+            failures.append(f"{name}: the good client got {success:.2f} % 200 (failures {client.failures[:5]})")
+
+    phase("pipelined-flood", lambda: pipelined_flood(edge.port, good, args.seconds))
+    phase("slowloris", lambda: slowloris(edge.port, good, args.seconds))
+    phase("slow-bodies", lambda: slow_bodies(edge.port, good, args.seconds))
+    statuses = {}
+
+    def cold_attack():
+        statuses.update(cold_hosts(edge.port, cold))
+        return [], f"{len(cold)} cold hosts at once, origin 0.5 s each: statuses {statuses}"
+
+    phase("cold-hosts", cold_attack)
+    if set(statuses) - {200, 503}:
+        failures.append(f"cold hosts: statuses other than 200 and 503: {statuses}")
+    status, _, metrics = edge.request("GET", "/metrics")
+    if b'aasa_edge_origin_failures_total{reason="SWCERR00203"} ' in metrics and not re.search(rb'aasa_edge_origin_failures_total\{reason="SWCERR00203"\} 0(\.0)?\n', metrics):
+        failures.append("cold hosts: an origin failure was recorded")
+    edge.stop()
+
+    # Descriptors run out: an edge limited to 256, 400 idle connections, then a cold request.
+    db2 = os.path.join(work, "store2", "aasa-edge.sqlite")
+    os.makedirs(os.path.dirname(db2))
+    process = subprocess.Popen(["prlimit", "--nofile=256:256", args.bin, "serve", "--port", "0", "--db", db2, "--admin-token", TOKEN,
+                                "--connect-to", f"::127.0.0.1:{origin.https}", "--ca-file", origin.ca],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    port = None
+    for line in process.stderr:
+        if "listening on http://" in line:
+            port = int(line.rsplit(":", 1)[1].split()[0])
+            break
+    threading.Thread(target=lambda: [None for _ in process.stderr], daemon=True).start()
+    keeper = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    keeper.request("GET", "/healthz")
+    keeper.getresponse().read()
+    idle = attack_sockets(port, 400)
+    time.sleep(1.5)
+    fds = len(os.listdir(f"/proc/{process.pid}/fd"))
+    keeper.request("GET", f"/a/v1/{cold[0]}")
+    r = keeper.getresponse()
+    r.read()
+    retry_after = r.getheader("Retry-After")
+    for s in idle:
+        s.close()
+    time.sleep(1.5)
+    keeper.request("GET", f"/a/v1/{cold[0]}")
+    after = keeper.getresponse()
+    after.read()
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=30)
+    print(f"hostile fd-exhaustion    256 descriptors, 400 idle connections ({fds} fds open): cold request {r.status} "
+          f"Retry-After {retry_after}; after they closed: {after.status}", flush=True)
+    phases.append({"phase": "fd-exhaustion", "fdsOpen": fds, "status": r.status, "retryAfter": retry_after, "statusAfter": after.status})
+    if r.status != 503 or not retry_after:
+        failures.append(f"fd exhaustion: {r.status} (Retry-After {retry_after}), expected 503 with Retry-After")
+    if after.status != 200:
+        failures.append(f"fd exhaustion: {after.status} once descriptors were free (a local shortage was cached?)")
+    origin.stop()
+    return {"phases": phases, "failures": failures}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=["crash", "soak"])
+    parser.add_argument("mode", choices=["crash", "soak", "hostile"])
     parser.add_argument("--bin", default=os.path.join(ROOT, ".build", "debug", "aasa-edge"))
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--hosts", type=int)
     parser.add_argument("--origin-delay", type=float, default=0.1, help="seconds each origin answer takes (crash)")
-    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--seconds", type=float, help="soak: 60 by default; hostile: each phase, 5 by default")
     parser.add_argument("--minutes", type=float)
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args()
     if args.hosts is None:
         args.hosts = 300 if args.mode == "crash" else 50
+    if args.seconds is None:
+        args.seconds = 5 if args.mode == "hostile" else 60
     with tempfile.TemporaryDirectory(prefix=f"aasa-edge-{args.mode}-") as work:
-        figures = crash(args, work) if args.mode == "crash" else soak(args, work)
+        figures = {"crash": crash, "soak": soak, "hostile": hostile}[args.mode](args, work)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(figures, f, indent=2)
