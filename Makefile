@@ -58,12 +58,14 @@ reliability-quick: build
 	bash scripts/fuzz.sh quick
 
 # The full reliability suite on the release binary: 20 kill -9 rounds during release refetches
-# under load, a soak (60 s; MINUTES=N for longer), 10 M fuzz executions. Figures in
+# under load, a soak (60 s; MINUTES=N for longer), the hostile-client run (floods, slowloris,
+# slow bodies, 3,000 cold hosts, fd exhaustion against the bounds), 10 M fuzz executions. Figures in
 # bench/results/reliability-*.json.
 MINUTES ?=
 reliability: release
 	python3 scripts/reliability.py crash --rounds 20 --bin $(RELEASE_BIN) --json bench/results/reliability-crash.json
 	python3 scripts/reliability.py soak $(if $(MINUTES),--minutes $(MINUTES),--seconds 60) --bin $(RELEASE_BIN) --json bench/results/reliability-soak.json
+	python3 scripts/reliability.py hostile --bin $(RELEASE_BIN) --json bench/results/reliability-hostile.json
 	bash scripts/fuzz.sh long
 
 # The admin API against docs/openapi.yaml with schemathesis (installed from PyPI when missing;

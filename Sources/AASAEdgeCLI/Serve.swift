@@ -69,7 +69,7 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("event-loops"), help: ArgumentHelp("Threads answering client connections; 0: one per core. Fewer than the cores leaves CPU to other work on the machine (a load generator, the origin).", valueName: "N"))
     var eventLoops = 0
 
-    @Option(name: .customLong("admin-token"), help: ArgumentHelp("Bearer token for /admin/v1. When absent: reuse <db folder>/admin-token, else generate one, write it there (mode 0600) and print it once.", valueName: "TOKEN"))
+    @Option(name: .customLong("admin-token"), help: ArgumentHelp("Bearer token for /admin/v1. When absent: reuse <db folder>/admin-token (refused when group or others can read it), else generate one and write it there (mode 0600); the token is never printed.", valueName: "TOKEN"))
     var adminToken: String?
 
     func validate() throws {
@@ -131,8 +131,14 @@ enum AdminToken {
     static func resolve(given: String?, storePath: String) throws(CLIFailure) -> String {
         if let given, !given.isEmpty { return given }
         let file = URL(fileURLWithPath: storePath).deletingLastPathComponent().appendingPathComponent("admin-token").path
-        if let existing = try? String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), !existing.isEmpty {
-            return existing
+        var info = stat()
+        if stat(file, &info) == 0 {
+            guard info.st_mode & 0o077 == 0 else {
+                throw .io("the admin token file \(file) can be read by group or others: chmod 600 \(file)")
+            }
+            if let existing = try? String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), !existing.isEmpty {
+                return existing
+            }
         }
         var generator = SystemRandomNumberGenerator()
         let token = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
@@ -142,7 +148,8 @@ enum AdminToken {
         let written = line.withCString { write(fd, $0, strlen($0)) }
         close(fd)
         guard written == line.utf8.count else { throw .io("cannot write the admin token to \(file)") }
-        Console.error("admin token (written to \(file)): \(token)")
+        // The token itself is never printed or logged: it is in the file, readable by this user only.
+        Console.error("admin token generated and written to \(file) (mode 0600)")
         return token
     }
 }

@@ -174,13 +174,14 @@ public struct Diagnostic: Sendable, Equatable, CustomStringConvertible {
     public init(_ code: DiagnosticCode, at pointer: JSONPointer, _ message: String, count: Int = 1) {
         self.code = code
         self.pointer = pointer
-        self.message = message
+        // Messages quote keys and values of the file: no control character reaches a terminal.
+        self.message = OutsideText.isClean(message, limit: 1024) ? message : OutsideText.clean(message, limit: 1024)
         self.count = count
     }
 
     /// `error AE023 malformed-app-id at /applinks/details/0/appIDs/1: …`
     public var description: String {
-        let location = pointer.tokens.isEmpty ? "(document)" : pointer.description
+        let location = pointer.tokens.isEmpty ? "(document)" : OutsideText.clean(pointer.description, limit: 1024)
         return "\(severity.rawValue) \(code.rawValue) \(code.name) at \(location): \(message)"
     }
 

@@ -88,6 +88,8 @@ struct HostEntry: Sendable {
     var failure: FailureInfo?
     /// The version stored as current even when no copy is served (hard purge).
     var storedVersion: Int?
+    /// When this edge last purged the host (wall clock): a revalidation begun before it does not undo it.
+    var purgedAt: Double? = nil
 }
 
 /// What of the edge's own can run short and turn a request into a `503`.
@@ -387,6 +389,7 @@ public final class Edge: Sendable {
         let before = entry(host)
         let validators = before.snapshot.map { Validators(etag: $0.originETag, lastModified: $0.originLastModified) }
         let started = ContinuousClock.now
+        let startedWall = clock.now()
         // Fetches clients wait for share `--origin-concurrency` slots; refreshes and releases
         // have `--refetch-concurrency` of their own.
         let needsSlot = trigger == "request"
@@ -434,7 +437,7 @@ public final class Edge: Sendable {
                                    previousVersion: previous, failure: nil, durationMs: durationMs, originStatus: result.status,
                                    entry: entry)
         case .notModified:
-            do { _ = try store.recordNotModified(host: key, fetch: record) } catch {
+            do { _ = try store.recordNotModified(host: key, fetch: record, startedAt: startedWall) } catch {
                 logger.error("store write failed", metadata: ["host": "\(key)", "error": "\(error)"])
                 metrics.storeWriteError()
             }
@@ -442,9 +445,11 @@ public final class Edge: Sendable {
             confirmed.state = CacheState(copyConfirmedAt: now)
             confirmed.failure = nil
             entries.withLock { cache in
-                // A hard purge during the fetch stands: the 304 does not bring the copy back.
+                // A purge during the fetch stands: the 304 answers a question asked before it
+                // (after a hard purge there is no copy to confirm; a soft one still wants a refresh).
                 guard var entry = cache.get(key) ?? Optional(before), entry.snapshot != nil else { return }
-                entry.state = CacheState(copyConfirmedAt: now)
+                let purgedSince = entry.purgedAt.map { $0 >= startedWall } ?? false
+                entry.state = CacheState(copyConfirmedAt: now, purge: purgedSince ? entry.state.purge : .none)
                 entry.failure = nil
                 cache.set(key, entry)
             }
@@ -505,7 +510,7 @@ public final class Edge: Sendable {
         _ = entry(host)
         let known: Bool
         do {
-            known = try store.purge(host: key, hard: !soft)
+            known = try store.purge(host: key, hard: !soft, at: clock.now())
         } catch {
             logger.error("store write failed", metadata: ["host": "\(key)", "error": "\(error)"])
             metrics.storeWriteError()
@@ -515,6 +520,7 @@ public final class Edge: Sendable {
         entries.withLock { cache in
             guard var entry = cache.get(key) else { return }
             entry.state.purge = soft ? .soft : .hard
+            entry.purgedAt = clock.now()
             if !soft {
                 entry.snapshot = nil
                 entry.state.copyConfirmedAt = nil
@@ -530,24 +536,31 @@ public final class Edge: Sendable {
 
     /// Models an App Store release: refetches every host whose current snapshot names one of
     /// `appIDs` (team prefix compared upper-cased), plus `hosts`, `refetchConcurrency` at a time.
-    public func release(appIDs: [String], hosts: [OriginHost]) async -> [RefetchResult] {
+    /// Stored hosts outside `--allow-domain` are not fetched: they are listed in `skipped`.
+    public func release(appIDs: [String], hosts: [OriginHost]) async -> (results: [RefetchResult], skipped: [String]) {
         let wanted = Set(appIDs.map(AppID.canonical))
         var targets: [OriginHost] = []
+        var skipped: [String] = []
         var seen = Set<String>()
         if !wanted.isEmpty {
             let stored = (try? store.hosts()) ?? []
             let memory = entries.withLock { $0.entries }
             for host in stored {
                 let ids = memory[host.name]?.snapshot?.appIDs ?? host.appIDs
-                if ids.contains(where: wanted.contains), let origin = try? OriginHost(host.name), seen.insert(origin.description).inserted {
+                guard ids.contains(where: wanted.contains), let origin = try? OriginHost(host.name), seen.insert(origin.description).inserted else {
+                    continue
+                }
+                if configuration.isAllowed(origin) {
                     targets.append(origin)
+                } else {
+                    skipped.append(origin.description)
                 }
             }
         }
         for host in hosts where seen.insert(host.description).inserted { targets.append(host) }
         logger.notice("release", metadata: ["appIDs": "\(appIDs)", "hosts": "\(targets.count)"])
         metrics.release()
-        return await withTaskGroup(of: (Int, RefetchResult).self) { group in
+        let results = await withTaskGroup(of: (Int, RefetchResult).self) { group in
             for (index, host) in targets.enumerated() {
                 group.addTask { (index, await self.limiter.run { await self.refetch(host, trigger: "release") }) }
             }
@@ -555,6 +568,7 @@ public final class Edge: Sendable {
             for await (index, result) in group { results[index] = result }
             return results.compactMap { $0 }
         }
+        return (results, skipped)
     }
 
     /// The admin view of every host the edge knows, sorted by name.

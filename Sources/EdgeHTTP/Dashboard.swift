@@ -11,53 +11,65 @@ import SnapshotStore
 /// the fetch log and the propagation timeline. Plain server-rendered HTML and inline SVG, no
 /// JavaScript.
 ///
-/// Access uses the admin token through a login form: a correct token sets an HttpOnly,
-/// SameSite=Strict session cookie whose value is derived from the token (SHA-256 of a fixed
-/// label and the token), so the cookie opens the dashboard only, never the admin API (which takes
-/// the bearer token alone), and the token itself never appears in a URL, a log or a cookie.
+/// Access uses the admin token through a login form: a correct token opens a server-side session
+/// (a random id in an HttpOnly, SameSite=Strict cookie, valid 12 hours, revoked at sign-out), so
+/// the cookie opens the dashboard only, never the admin API (which takes the bearer token alone),
+/// and the token itself never appears in a URL, a log or a cookie. Each session has a random
+/// CSRF token that every state-changing form (sign-out) must carry.
 struct DashboardRoutes: Sendable {
     let edge: Edge
     let token: String
+    let sessions = DashboardSessions()
 
     static let cookieName = "aasa_edge_session"
-    var sessionValue: String { SHA256.hex(Array("aasa-edge dashboard session\n\(token)".utf8)) }
 
     func register(on router: Router<EdgeRequestContext>) {
         router.get("/") { request, _ in
-            guard isSignedIn(request) else { return Self.redirect("/login") }
-            return page("aasa-edge", hostsPage())
+            guard let session = session(request) else { return Self.redirect("/login") }
+            return page("aasa-edge", hostsPage(), session: session)
         }
         router.get("/login") { request, _ in
-            isSignedIn(request) ? Self.redirect("/") : page("Sign in · aasa-edge", Self.loginForm(error: nil), signedIn: false)
+            session(request) != nil ? Self.redirect("/") : page("Sign in · aasa-edge", Self.loginForm(error: nil), session: nil)
         }
         router.post("/login") { request, _ in
             let body = try await request.body.collect(upTo: 16 << 10)
             let presented = Self.formValue("token", in: String(buffer: body)) ?? ""
             guard AdminRoutes.constantTimeEqual(Array(presented.utf8), Array(token.utf8)) else {
                 return page("Sign in · aasa-edge", Self.loginForm(error: "That is not this edge's admin token."), status: .unauthorized,
-                            signedIn: false)
+                            session: nil)
             }
+            let id = sessions.open(now: Date().timeIntervalSince1970)
             var response = Self.redirect("/")
-            response.headers[.setCookie] = "\(Self.cookieName)=\(sessionValue); Path=/; HttpOnly; SameSite=Strict; Max-Age=43200"
+            response.headers[.setCookie] = "\(Self.cookieName)=\(id); Path=/; HttpOnly; SameSite=Strict; Max-Age=\(Int(DashboardSessions.lifetime))"
             return response
         }
-        router.post("/logout") { _, _ in
+        router.post("/logout") { request, _ in
+            guard let session = session(request) else { return Self.redirect("/login") }
+            let body = try await request.body.collect(upTo: 16 << 10)
+            let presented = Self.formValue("csrf", in: String(buffer: body)) ?? ""
+            guard AdminRoutes.constantTimeEqual(Array(presented.utf8), Array(session.csrf.utf8)) else {
+                return page("Sign out", "<p class=\"error\">This form has expired; sign out from a page of this dashboard.</p>",
+                            status: .forbidden, session: session)
+            }
+            sessions.close(session.id)
             var response = Self.redirect("/login")
             response.headers[.setCookie] = "\(Self.cookieName)=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"
             return response
         }
         router.get("/dashboard/hosts/:host") { request, context in
-            guard isSignedIn(request) else { return Self.redirect("/login") }
+            guard let session = session(request) else { return Self.redirect("/login") }
             let host = try Self.host(context)
-            guard let status = edge.domain(host) else { return page("Unknown host", "<p>No such host: \(Self.escape(host.description))</p>", status: .notFound) }
-            return page(host.description, try hostPage(host, status))
+            guard let status = edge.domain(host) else {
+                return page("Unknown host", "<p>No such host: \(Self.escape(host.description))</p>", status: .notFound, session: session)
+            }
+            return page(host.description, try hostPage(host, status), session: session)
         }
         router.get("/dashboard/hosts/:host/versions/:version") { request, context in
-            guard isSignedIn(request) else { return Self.redirect("/login") }
+            guard let session = session(request) else { return Self.redirect("/login") }
             let host = try Self.host(context)
             guard let version = context.parameters.get("version").flatMap({ Int($0) }),
                   let snapshot = try edge.snapshotStore.snapshot(host: host.description, version: version) else {
-                return page("Unknown version", "<p>No such version.</p>", status: .notFound)
+                return page("Unknown version", "<p>No such version.</p>", status: .notFound, session: session)
             }
             let text = String(decoding: snapshot.body, as: UTF8.self)
             let html = """
@@ -66,39 +78,40 @@ struct DashboardRoutes: Sendable {
                 <p>\(snapshot.body.count) bytes · sha256 <code>\(snapshot.sha256)</code></p>
                 <pre>\(Self.escape(text))</pre>
                 """
-            return page("\(host) v\(version)", html)
+            return page("\(host) v\(version)", html, session: session)
         }
         router.get("/dashboard/hosts/:host/diff") { request, context in
-            guard isSignedIn(request) else { return Self.redirect("/login") }
+            guard let session = session(request) else { return Self.redirect("/login") }
             let host = try Self.host(context)
             let query = request.uri.queryParameters
             guard let from = query.get("from").flatMap({ Int($0) }), let to = query.get("to").flatMap({ Int($0) }) else {
-                return page("Diff", "<p>Give from and to version numbers.</p>", status: .badRequest)
+                return page("Diff", "<p>Give from and to version numbers.</p>", status: .badRequest, session: session)
             }
             let diff: AASADiff
             do {
                 diff = try HistoryViews.diff(edge.snapshotStore, host: host.description, from: from, to: to)
             } catch {
-                return page("Diff", "<p>\(Self.escape(String(describing: error)))</p>", status: .notFound)
+                return page("Diff", "<p>\(Self.escape(String(describing: error)))</p>", status: .notFound, session: session)
             }
             let body = diff.isEmpty ? "no semantic difference" : diff.lines.joined(separator: "\n")
             return page("\(host) v\(from) → v\(to)", """
                 \(Self.back(host))
                 <h2>\(Self.escape(host.description)): version \(from) → \(to)</h2>
                 <pre>\(Self.escape(body))</pre>
-                """)
+                """, session: session)
         }
     }
 
-    func isSignedIn(_ request: Request) -> Bool {
-        guard let cookies = request.headers[.cookie] else { return false }
-        let expected = Array(sessionValue.utf8)
+    /// The live session the request's cookie names, if any.
+    func session(_ request: Request) -> DashboardSessions.Session? {
+        guard let cookies = request.headers[.cookie] else { return nil }
+        let now = Date().timeIntervalSince1970
         for part in cookies.split(separator: ";") {
             let pair = part.trimmingCharacters(in: .whitespaces)
             guard pair.hasPrefix(Self.cookieName + "=") else { continue }
-            if AdminRoutes.constantTimeEqual(Array(pair.utf8.dropFirst(Self.cookieName.utf8.count + 1)), expected) { return true }
+            if let session = sessions.session(String(pair.dropFirst(Self.cookieName.count + 1)), now: now) { return session }
         }
-        return false
+        return nil
     }
 
     // MARK: pages
@@ -182,8 +195,10 @@ struct DashboardRoutes: Sendable {
 
     // MARK: helpers
 
-    func page(_ title: String, _ body: String, status: HTTPResponse.Status = .ok, signedIn: Bool = true) -> Response {
-        let signOut = signedIn ? "<form method=\"post\" action=\"/logout\"><button>Sign out</button></form>" : ""
+    func page(_ title: String, _ body: String, status: HTTPResponse.Status = .ok, session: DashboardSessions.Session?) -> Response {
+        let signOut = session.map {
+            "<form method=\"post\" action=\"/logout\"><input type=\"hidden\" name=\"csrf\" value=\"\($0.csrf)\"><button>Sign out</button></form>"
+        } ?? ""
         let html = """
             <!DOCTYPE html>
             <html lang="en">
@@ -280,4 +295,51 @@ extension HTTPField.Name {
     static let contentSecurityPolicy = Self("Content-Security-Policy")!
     static let xContentTypeOptions = Self("X-Content-Type-Options")!
     static let referrerPolicy = Self("Referrer-Policy")!
+}
+
+/// Dashboard sign-ins: random ids kept on the server with an expiry, at most `maximum` at once
+/// (the oldest closed first), closed at sign-out.
+final class DashboardSessions: @unchecked Sendable {
+    struct Session: Sendable {
+        let id: String
+        /// Carried by every state-changing form of this session's pages.
+        let csrf: String
+        let expires: Double
+    }
+
+    static let lifetime = 43_200.0
+    static let maximum = 1_000
+    private let lock = NSLock()
+    private var sessions: [String: Session] = [:]
+
+    static func randomHex() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+    }
+
+    /// A new session's id.
+    func open(now: Double) -> String {
+        let session = Session(id: Self.randomHex(), csrf: Self.randomHex(), expires: now + Self.lifetime)
+        lock.lock()
+        defer { lock.unlock() }
+        sessions = sessions.filter { $0.value.expires > now }
+        if sessions.count >= Self.maximum, let oldest = sessions.min(by: { $0.value.expires < $1.value.expires }) {
+            sessions[oldest.key] = nil
+        }
+        sessions[session.id] = session
+        return session.id
+    }
+
+    func session(_ id: String, now: Double) -> Session? {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let session = sessions[id], session.expires > now else { return nil }
+        return session
+    }
+
+    func close(_ id: String) {
+        lock.lock()
+        sessions[id] = nil
+        lock.unlock()
+    }
 }

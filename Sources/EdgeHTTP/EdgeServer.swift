@@ -23,6 +23,7 @@ public enum EdgeServer {
                                    metricsText: @escaping @Sendable () -> [UInt8],
                                    onListening: @escaping @Sendable (Int) -> Void) -> some ApplicationProtocol {
         let router = Router(context: EdgeRequestContext.self)
+        router.add(middleware: RequireHost())
         let client = ClientRoutes(edge: edge)
         let hitCache = HitResponseCache(budget: edge.configuration.prebuiltBudgetBytes)
         let idle = clientTimeout.map { TimeAmount.nanoseconds(Int64($0 * 1e9)) }
@@ -289,11 +290,12 @@ struct AdminRoutes: Sendable {
             }
             let appIDs = try strings("appIDs")
             let hosts = try strings("domains").map(allowedHost)
-            let results = await edge.release(appIDs: appIDs, hosts: hosts)
+            let (results, skipped) = await edge.release(appIDs: appIDs, hosts: hosts)
             func count(_ outcome: String) -> JSONValue { .number(JSONNumber(String(results.filter { $0.outcome == outcome }.count))) }
             return Response.json(.ok, .object(JSONObject([
                 JSONMember("results", .array(results.map(\.json))),
                 JSONMember("updated", count("updated")), JSONMember("unchanged", count("unchanged")), JSONMember("failed", count("failed")),
+                JSONMember("skipped", .array(skipped.map { .string($0) })),
             ])))
         }
     }
@@ -312,11 +314,19 @@ struct AdminRoutes: Sendable {
         }
     }
 
-    /// `Authorization: Bearer <token>`, compared in constant time.
+    /// `Authorization: Bearer <token>` (the scheme in any case, RFC 9110 §11.1), compared in
+    /// constant time.
     func authorize(_ request: Request) throws {
-        let header = request.headers[.authorization] ?? ""
-        let presented = header.hasPrefix("Bearer ") ? Array(header.utf8.dropFirst(7)) : []
-        guard Self.constantTimeEqual(presented, Array(token.utf8)) else { throw AdminError(.unauthorized, "missing or invalid bearer token") }
+        guard Self.constantTimeEqual(Self.bearerToken(request.headers[.authorization] ?? ""), Array(token.utf8)) else {
+            throw AdminError(.unauthorized, "missing or invalid bearer token")
+        }
+    }
+
+    /// The credentials of a `Bearer` Authorization value, or nothing.
+    static func bearerToken(_ header: String) -> [UInt8] {
+        let bytes = Array(header.utf8)
+        guard bytes.count > 7, String(decoding: bytes[0..<6], as: UTF8.self).lowercased() == "bearer", bytes[6] == UInt8(ascii: " ") else { return [] }
+        return Array(bytes[7...].drop { $0 == UInt8(ascii: " ") })
     }
 
     /// Equal bytes, in time that depends only on the expected length.
@@ -336,6 +346,18 @@ struct AdminRoutes: Sendable {
         let host = try parseHost(text)
         guard edge.configuration.isAllowed(host) else { throw AdminError(.forbidden, "domain not allowed by this edge: \(host.name)") }
         return host
+    }
+}
+
+/// A request without `Host` (nor an absolute-form target naming the authority) is answered `400`
+/// on every route (RFC 9112 §3.2: the server must reject it).
+struct RequireHost: RouterMiddleware {
+    func handle(_ request: Request, context: EdgeRequestContext,
+                next: (Request, EdgeRequestContext) async throws -> Response) async throws -> Response {
+        guard let authority = request.head.authority, !authority.isEmpty else {
+            return .text(.badRequest, "a request needs a Host header\n")
+        }
+        return try await next(request, context)
     }
 }
 

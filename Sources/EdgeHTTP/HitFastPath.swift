@@ -35,6 +35,8 @@ final class HitFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     private let connection: ConnectionState
     /// Bytes of requests not answered yet: an incomplete head, or what arrived while paused.
     private var pending: ByteBuffer?
+    /// Where the scan of the incomplete head at the start of `pending` stopped.
+    private var checkpoint: RequestHeadScanner.Checkpoint?
     /// A request fell outside the scanner's subset: NIO's parser has the connection from here on.
     private var passthrough = false
     /// Responses written and not flushed yet (flushed once per read batch).
@@ -88,7 +90,9 @@ final class HitFastPath: ChannelDuplexHandler, RemovableChannelHandler {
                 flushIfNeeded(context)
                 return
             }
-            switch buffer.withUnsafeReadableBytes({ RequestHeadScanner.scan($0) }) {
+            let (result, resume) = buffer.withUnsafeReadableBytes { RequestHeadScanner.scan($0, resumingAt: checkpoint) }
+            checkpoint = resume
+            switch result {
             case .incomplete:
                 pending = buffer
                 return
@@ -152,6 +156,7 @@ final class HitFastPath: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         pending = nil
+        checkpoint = nil
         context.fireChannelInactive()
     }
 
@@ -494,19 +499,46 @@ final class HitResponseCache: @unchecked Sendable {
     }
 }
 
-/// Marks requests that HTTP/1 rules do not keep alive (HTTP/1.0 without `keep-alive`) with
-/// `Connection: close`, which survives the conversion to HTTPTypes; the version does not.
+/// HTTP/1 rules the version-independent request types cannot express, applied before the
+/// conversion to them:
+/// - a request that HTTP/1 does not keep alive (HTTP/1.0 without `keep-alive`) is marked
+///   `Connection: close`, which survives the conversion; the version does not;
+/// - an absolute-form target names the authority itself, and `Host` is ignored (RFC 9112
+///   §3.2.2): the conversion takes the authority from `Host`, so `Host` is set from the target.
 final class ExplicitConnectionClose: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .head(var head) = unwrapInboundIn(data), !head.isKeepAlive,
-           !head.headers[canonicalForm: "connection"].contains(where: { $0.lowercased() == "close" }) {
-            head.headers.replaceOrAdd(name: "connection", value: "close")
-            context.fireChannelRead(wrapInboundOut(.head(head)))
+        guard case .head(var head) = unwrapInboundIn(data) else {
+            context.fireChannelRead(data)
             return
         }
-        context.fireChannelRead(data)
+        var changed = false
+        if !head.isKeepAlive, !head.headers[canonicalForm: "connection"].contains(where: { $0.lowercased() == "close" }) {
+            head.headers.replaceOrAdd(name: "connection", value: "close")
+            changed = true
+        }
+        if let authority = Self.absoluteFormAuthority(head.uri) {
+            head.headers.replaceOrAdd(name: "host", value: authority)
+            changed = true
+        }
+        context.fireChannelRead(changed ? wrapInboundOut(.head(head)) : data)
+    }
+
+    /// The authority of an `http://` or `https://` absolute-form target (empty when it has none).
+    static func absoluteFormAuthority(_ uri: String) -> String? {
+        let lower = uri.prefix(8).lowercased()
+        let rest: Substring
+        if lower.hasPrefix("http://") {
+            rest = uri.dropFirst(7)
+        } else if lower.hasPrefix("https://") {
+            rest = uri.dropFirst(8)
+        } else {
+            return nil
+        }
+        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        // Userinfo has no place in a request target; keep only what follows it.
+        return String(authority.split(separator: "@", omittingEmptySubsequences: false).last ?? "")
     }
 }

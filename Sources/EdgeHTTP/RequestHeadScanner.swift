@@ -30,14 +30,34 @@ struct RequestHeadScanner {
         case head(Head)
     }
 
+    /// Where a scan of an incomplete head stopped at the last complete line: the position of the
+    /// next line and what the head had so far. Scanning the same bytes with more appended from
+    /// here gives the same result as scanning them all from the start, without reading the
+    /// lines before it again (a head dribbled a byte at a time costs its length, not its square).
+    struct Checkpoint: Equatable {
+        fileprivate var position: Int
+        fileprivate var head: Head
+        /// Bytes already scanned for good.
+        var offset: Int { position }
+    }
+
     static func scan(_ bytes: UnsafeRawBufferPointer) -> Result {
+        scan(bytes, resumingAt: nil).result
+    }
+
+    /// Scans from `checkpoint` (the one an earlier scan of a prefix of `bytes` returned); returns
+    /// the checkpoint to resume from when the result is `.incomplete`.
+    static func scan(_ bytes: UnsafeRawBufferPointer, resumingAt checkpoint: Checkpoint?) -> (result: Result, checkpoint: Checkpoint?) {
         var scanner = Cursor(bytes: bytes)
-        return scanner.scan()
+        let result = scanner.scan(from: checkpoint)
+        return (result, result == .incomplete ? scanner.checkpoint : nil)
     }
 
     private struct Cursor {
         let bytes: UnsafeRawBufferPointer
         var position = 0
+        /// The last complete line's end.
+        var checkpoint: Checkpoint?
 
         init(bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
@@ -60,8 +80,14 @@ struct RequestHeadScanner {
             return true
         }
 
-        mutating func scan() -> Result {
+        mutating func scan(from start: Checkpoint?) -> Result {
             var head = Head(length: 0, isHead: false, target: 0..<0)
+            if let start {
+                head = start.head
+                position = start.position
+                checkpoint = start
+                return fields(&head)
+            }
             // Request line: method SP origin-form SP HTTP/1.1 CRLF.
             switch expect("GET ") {
             case true?: break
@@ -89,7 +115,12 @@ struct RequestHeadScanner {
             case nil: return endOfInput
             case false?: return .unsupported
             }
-            // Fields, up to the blank line.
+            checkpoint = Checkpoint(position: position, head: head)
+            return fields(&head)
+        }
+
+        /// Fields, up to the blank line.
+        private mutating func fields(_ head: inout Head) -> Result {
             while true {
                 guard position < bytes.count else { return endOfInput }
                 if bytes[position] == UInt8(ascii: "\r") {
@@ -139,6 +170,7 @@ struct RequestHeadScanner {
                 case .body: return .unsupported
                 case .other: break
                 }
+                checkpoint = Checkpoint(position: position, head: head)
             }
         }
 

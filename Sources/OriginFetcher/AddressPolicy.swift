@@ -35,7 +35,8 @@ public enum AddressPolicy {
 
     static func isPrivateIPv6(_ b: [UInt8]) -> Bool {
         if b[0..<15].allSatisfy({ $0 == 0 }) { return true }  // :: and ::1
-        if b[0..<10].allSatisfy({ $0 == 0 }) && b[10] == 0xFF && b[11] == 0xFF { return true }  // IPv4-mapped
+        // IPv4-mapped ::ffff:0:0/96: the IPv4 address inside decides (::ffff:127.0.0.1 is loopback).
+        if b[0..<10].allSatisfy({ $0 == 0 }) && b[10] == 0xFF && b[11] == 0xFF { return isPrivateIPv4(Array(b[12..<16])) }
         if b[0..<12].allSatisfy({ $0 == 0 }) { return true }  // IPv4-compatible (deprecated)
         if b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xFF && b[3] == 0x9B { return true }  // NAT64 64:ff9b::/96 and /48
         if b[0] == 0x01 && b[1] == 0x00 && b[2..<8].allSatisfy({ $0 == 0 }) { return true }  // discard 100::/64

@@ -35,6 +35,8 @@ final class Transfer: @unchecked Sendable {
     fileprivate var socketErrno: Int32 = 0
     /// The TLS handshake began, so TCP was connected (curl's CONNECT_TIME covers TCP and TLS).
     fileprivate var handshakeStarted = false
+    /// The request carried a validator (If-None-Match / If-Modified-Since): only then is a 304 an answer.
+    private var sentValidators = false
 
     /// An origin fetch: HTTPS only, the address policy, the contract's size cap.
     convenience init(host: OriginHost, configuration: FetcherConfiguration, validators: Validators?,
@@ -47,6 +49,7 @@ final class Transfer: @unchecked Sendable {
                   bodyLimit: FetcherConfiguration.maximumBodySize, keepsAnyBody: false, caFile: configuration.caFile,
                   connectTo: configuration.connectTo, resolve: configuration.resolve, requestHeaders: requestHeaders,
                   completion: .origin(host, completion))
+        sentValidators = !(validators?.isEmpty ?? true)
     }
 
     /// A plain GET of any http(s) URL, no address policy: what a client of a CDN sees.
@@ -88,6 +91,12 @@ final class Transfer: @unchecked Sendable {
         // should count from the next connection on. The address policy checks every connect anyway.
         _ = aasa_curl_setopt_long(easy, CURLOPT_DNS_CACHE_TIMEOUT, 1)
         if let caFile { _ = aasa_curl_setopt_string(easy, CURLOPT_CAINFO, caFile) }
+        // Origin fetches never go through a proxy named in the environment (http_proxy,
+        // https_proxy, all_proxy): the address policy must see the origin's address, not a proxy's.
+        if case .origin = completion {
+            _ = aasa_curl_setopt_string(easy, CURLOPT_PROXY, "")
+            _ = aasa_curl_setopt_string(easy, CURLOPT_NOPROXY, "*")
+        }
 
         setList(CURLOPT_HTTPHEADER, requestHeaders)
         if !connectTo.isEmpty { setList(CURLOPT_CONNECT_TO, connectTo) }
@@ -138,7 +147,7 @@ final class Transfer: @unchecked Sendable {
             // A new response (after a 1xx, or the first): start over.
             let parts = text.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
             status = parts.count > 1 ? Int(parts[1]) : nil
-            phrase = parts.count > 2 ? String(parts[2]).trimmingCharacters(in: .whitespaces) : nil
+            phrase = parts.count > 2 ? OutsideText.clean(String(parts[2]).trimmingCharacters(in: .whitespaces)) : nil
             headers = [:]
             headersComplete = false
             body = []
@@ -151,7 +160,8 @@ final class Transfer: @unchecked Sendable {
         guard let colon = text.firstIndex(of: ":") else { return }
         let name = text[..<colon].lowercased()
         let value = text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-        headers[name] = value
+        guard headers.count < 100 || headers[name] != nil else { return }
+        headers[OutsideText.clean(name)] = OutsideText.clean(value)
     }
 
     fileprivate func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
@@ -248,7 +258,14 @@ final class Transfer: @unchecked Sendable {
             .failed(OriginFailure(code: failureCode, statusLine: statusLine, details: JSONObject(details)))
         }
         if let status, status != 200 {
-            if status == 304 { return .notModified }
+            if status == 304 {
+                guard sentValidators else {
+                    // Nothing to be "not modified" from: a broken origin (or cache in front of it).
+                    return failure(.connectionFailed, [JSONMember("cause", "the origin answered 304 Not Modified to a request without validators"),
+                                                       JSONMember("status", "304 Not Modified")])
+                }
+                return .notModified
+            }
             let line = "\(status) \(phrase.flatMap { $0.isEmpty ? nil : $0 } ?? StatusPhrase.standard(status))"
             var details = [JSONMember("status", .string(line))]
             if (300...399).contains(status), let location = headers["location"] { details.append(JSONMember("location", .string(location))) }

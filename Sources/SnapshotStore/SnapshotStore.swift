@@ -134,6 +134,10 @@ public final class SnapshotStore: Sendable {
         self.path = path
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        // The store holds client addresses: created readable by its owner only. SQLite gives the
+        // -wal and -shm files the database file's mode.
+        let created = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if created >= 0 { close(created) }
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
         pool = try DatabasePool(path: path, configuration: configuration)
@@ -254,6 +258,10 @@ public final class SnapshotStore: Sendable {
                 DROP TABLE served;
                 """)
         }
+        // When the last purge was asked for: a revalidation that began before it does not undo it.
+        migrator.registerMigration("v5 purge time") { db in
+            try db.execute(sql: "ALTER TABLE host ADD COLUMN purgedAt REAL")
+        }
         return migrator
     }
 
@@ -355,15 +363,18 @@ public final class SnapshotStore: Sendable {
     }
 
     /// The origin answered 304: the current copy is confirmed.
-    public func recordNotModified(host name: String, fetch: FetchRecord) throws -> RecordedFetch {
+    /// - Parameter startedAt: when the fetch began: a purge recorded since then stands (the 304
+    ///   answers a question asked before the purge).
+    public func recordNotModified(host name: String, fetch: FetchRecord, startedAt: Double) throws -> RecordedFetch {
         try pool.write { db in
             try Self.ensureHost(db, name, at: fetch.at)
             let version = try Self.currentVersion(db, name)
             try db.execute(sql: """
                 UPDATE host SET confirmedAt = ?, expiresAt = ?, failureReason = NULL, failureDetails = NULL, failureAt = NULL,
-                                failureUntil = NULL, purge = 'none'
+                                failureUntil = NULL,
+                                purge = CASE WHEN purgedAt IS NOT NULL AND purgedAt >= ? THEN purge ELSE 'none' END
                 WHERE name = ?
-                """, arguments: [fetch.at, fetch.expiresAt, name])
+                """, arguments: [fetch.at, fetch.expiresAt, startedAt, name])
             if let version {
                 try db.execute(sql: "UPDATE snapshot SET lastConfirmedAt = ? WHERE host = ? AND version = ?", arguments: [fetch.at, name, version])
             }
@@ -385,9 +396,9 @@ public final class SnapshotStore: Sendable {
     }
 
     /// Marks the host purged (`soft` or `hard`); false when the host is unknown.
-    public func purge(host name: String, hard: Bool) throws -> Bool {
+    public func purge(host name: String, hard: Bool, at time: Double = 0) throws -> Bool {
         try pool.write { db in
-            try db.execute(sql: "UPDATE host SET purge = ? WHERE name = ?", arguments: [hard ? "hard" : "soft", name])
+            try db.execute(sql: "UPDATE host SET purge = ?, purgedAt = ? WHERE name = ?", arguments: [hard ? "hard" : "soft", time, name])
             return db.changesCount > 0
         }
     }

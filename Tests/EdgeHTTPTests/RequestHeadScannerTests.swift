@@ -103,4 +103,40 @@ import Testing
         #expect(fits.utf8.count == RequestHeadScanner.maximumHeadLength)
         if case .head(let head) = scan(fits) { #expect(head.length == fits.utf8.count) } else { Issue.record("not framed") }
     }
+
+    /// A head arriving a byte at a time is scanned from where the last scan stopped: resuming
+    /// from the returned checkpoint gives, for every prefix, exactly what a scan from the start
+    /// gives, and the checkpoint only moves forward, to line ends (so each byte is read about
+    /// once, not once per arriving byte).
+    @Test func resumedScansEqualFullScans() {
+        let requests = [
+            "GET /a/v1/a.test HTTP/1.1\r\nHost: edge\r\nUser-Agent: swcd\r\nX-Client-ID: lab-7\r\nIf-None-Match: \"e\"\r\n\r\nGET /next",
+            "HEAD /.well-known/apple-app-site-association HTTP/1.1\r\nHost: a.test\r\nX-Pad: " + String(repeating: "p", count: 300) + "\r\n\r\n",
+            "GET /a HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+            "GET /a HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc",
+            "GET /a HTTP/1.1\r\nX: 1\n\r\n",
+            "GET /a HTTP/1.1\r\nX-Long: " + String(repeating: "l", count: 9000) + "\r\n\r\n",
+        ]
+        for request in requests {
+            let bytes = Array(request.utf8)
+            var checkpoint: RequestHeadScanner.Checkpoint?
+            var lastOffset = 0
+            var checkpoints = 0
+            for end in 1...bytes.count {
+                let full = bytes[..<end].withUnsafeBytes { RequestHeadScanner.scan($0) }
+                let resumed = bytes[..<end].withUnsafeBytes { RequestHeadScanner.scan($0, resumingAt: checkpoint) }
+                #expect(resumed.result == full, "\(request.prefix(30)) at \(end)")
+                if let next = resumed.checkpoint {
+                    #expect(next.offset >= lastOffset)
+                    if next.offset > lastOffset { checkpoints += 1 }
+                    #expect(next.offset == 0 || bytes[next.offset - 1] == UInt8(ascii: "\n"))
+                    lastOffset = next.offset
+                }
+                checkpoint = resumed.checkpoint
+                if full != .incomplete { break }
+            }
+            #expect(checkpoints >= 1, "\(request.prefix(30)): the scan never advanced its checkpoint")
+        }
+    }
 }
+

@@ -78,7 +78,12 @@ import Testing
         #expect(try edge.get("/admin/v1/domains", headers: signedIn).status == 401)
         #expect(try edge.get("/", headers: ["Cookie": "aasa_edge_session=\(edge.adminToken)"]).status == 303)
         #expect(try edge.get("/dashboard/hosts/unknown.lab.test", headers: signedIn).status == 404)
-        let logout = try TestHTTP.request(port: edge.port, method: "POST", path: "/logout", headers: signedIn)
+        let signedInPage = try edge.get("/", headers: signedIn).text
+        let csrf = try #require(signedInPage.range(of: #"name="csrf" value="[0-9a-f]+""#, options: .regularExpression)
+            .map { String(signedInPage[$0].dropFirst(#"name="csrf" value=""#.count).dropLast()) })
+        let logout = try TestHTTP.request(port: edge.port, method: "POST", path: "/logout",
+                                          headers: signedIn.merging(["Content-Type": "application/x-www-form-urlencoded"]) { a, _ in a },
+                                          body: "csrf=\(csrf)")
         #expect(logout.status == 303 && logout["set-cookie"]?.contains("Max-Age=0") == true)
     }
 

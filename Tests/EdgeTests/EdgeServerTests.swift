@@ -292,7 +292,8 @@ func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) rethrows
         let token = try String(contentsOfFile: tokenFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(token.count == 64)
         let printed = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(printed.contains(token))
+        #expect(!printed.contains(token), "the generated token was printed")
+        #expect(printed.contains(tokenFile))
         // A second start reuses it.
         let again = try EdgeProcess(db: db, arguments: [], adminToken: "")
         defer { again.stop() }

@@ -117,7 +117,7 @@ import Testing
         #expect(try edge.get("/a/v1/\(Self.good)").status == 200)
         for target in ["/a/v1/\(Self.good)", "/healthz", "/a/v1/127.0.0.1"] {
             let started = Date()
-            let r = try Self.status(edge.port, Array("GET \(target) HTTP/1.0\r\n\r\n".utf8))
+            let r = try Self.status(edge.port, Array("GET \(target) HTTP/1.0\r\nHost: edge.test\r\n\r\n".utf8))
             // Closed by the server: well before the 30 s client timeout and the 30 s receive timeout.
             #expect(Date().timeIntervalSince(started) < 10, "\(target): the HTTP/1.0 connection was not closed")
             #expect(r.status == (target.hasSuffix("127.0.0.1") ? 400 : 200), "\(target)")

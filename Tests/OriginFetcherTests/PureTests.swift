@@ -79,7 +79,12 @@ import AASAEngine
         #expect(AddressPolicy.isPrivateOrReserved(v6([0xfd00, 1, 2, 3, 4, 5, 6, 7])))                   // ULA
         #expect(AddressPolicy.isPrivateOrReserved(v6([0xff02, 0, 0, 0, 0, 0, 0, 1])))                   // multicast
         #expect(AddressPolicy.isPrivateOrReserved(v6([0x2001, 0x0db8, 0, 0, 0, 0, 0, 1])))              // documentation
-        #expect(AddressPolicy.isPrivateOrReserved(v6([0, 0, 0, 0, 0, 0xffff, 0x0808, 0x0808])))         // IPv4-mapped
+        // IPv4-mapped ::ffff:0:0/96: the IPv4 address inside is checked against the IPv4 ranges.
+        #expect(AddressPolicy.isPrivateOrReserved(v6([0, 0, 0, 0, 0, 0xffff, 0x7f00, 0x0001])))         // ::ffff:127.0.0.1
+        #expect(AddressPolicy.isPrivateOrReserved(v6([0, 0, 0, 0, 0, 0xffff, 0x0a01, 0x0203])))         // ::ffff:10.1.2.3
+        #expect(AddressPolicy.isPrivateOrReserved(v6([0, 0, 0, 0, 0, 0xffff, 0xa9fe, 0xa9fe])))         // ::ffff:169.254.169.254
+        #expect(AddressPolicy.isPrivateOrReserved(v6([0, 0, 0, 0, 0, 0xffff, 0xc0a8, 0x0001])))         // ::ffff:192.168.0.1
+        #expect(!AddressPolicy.isPrivateOrReserved(v6([0, 0, 0, 0, 0, 0xffff, 0x0808, 0x0808])))        // ::ffff:8.8.8.8
         #expect(!AddressPolicy.isPrivateOrReserved(v6([0x2620, 0x149, 0, 0, 0, 0, 0, 1])))              // Apple's CDN range
         #expect(!AddressPolicy.isPrivateOrReserved(v6([0x2a00, 0x1450, 0x4001, 0, 0, 0, 0, 0x200e])))
     }

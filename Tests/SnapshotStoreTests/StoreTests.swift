@@ -42,7 +42,8 @@ import Testing
         let (host, snapshot) = try #require(try store.host("a.test"))
         #expect(snapshot?.body == Array("good".utf8))
         #expect(host.failure == StoredFailure(reason: "SWCERR00301 Timeout", details: #"{"cause":"x"}"#, at: 2))
-        _ = try store.recordNotModified(host: "a.test", fetch: FetchRecord(at: 3, status: 304, durationMs: 1, trigger: "test", expiresAt: 63))
+        _ = try store.recordNotModified(host: "a.test", fetch: FetchRecord(at: 3, status: 304, durationMs: 1, trigger: "test", expiresAt: 63),
+                                        startedAt: 2.9)
         #expect(try store.host("a.test")?.0.failure == nil)
         #expect(try store.ttlMetadata(host: "a.test").expiresAt == 63)
         #expect(try store.ttlMetadata(host: "a.test").failureUntil == nil)
@@ -52,14 +53,36 @@ import Testing
         let (store, path) = try temporaryStore()
         #expect(try store.purge(host: "unknown.test", hard: true) == false)
         _ = try success(store, "x", at: 1)
-        #expect(try store.purge(host: "a.test", hard: false) == true)
+        #expect(try store.purge(host: "a.test", hard: false, at: 2) == true)
         #expect(try store.host("a.test")?.0.purge == "soft")
-        _ = try store.recordNotModified(host: "a.test", fetch: FetchRecord(at: 9, status: 304, durationMs: 1, trigger: "test"))
+        _ = try store.recordNotModified(host: "a.test", fetch: FetchRecord(at: 9, status: 304, durationMs: 1, trigger: "test"), startedAt: 8)
         #expect(try store.host("a.test")?.0.purge == "none")
         #expect(try store.host("a.test")?.0.confirmedAt == 9)
         let reopened = try SnapshotStore(path: path)
         #expect(try reopened.host("a.test")?.1?.version == 1)
         #expect(try reopened.hosts().map(\.appIDs) == [["ABCDE12345.com.a"]])
         #expect(try reopened.integrityCheck())
+    }
+
+    /// A 304 to a revalidation that began before a purge does not undo the purge in the store
+    /// (before, it reset the purge to none, and a restart served the purged copy again).
+    @Test func purgeDuringARevalidationStands() throws {
+        let (store, path) = try temporaryStore()
+        _ = try success(store, "x", at: 1)
+        #expect(try store.purge(host: "a.test", hard: true, at: 5) == true)
+        _ = try store.recordNotModified(host: "a.test", fetch: FetchRecord(at: 6, status: 304, durationMs: 2000, trigger: "test"), startedAt: 4)
+        #expect(try SnapshotStore(path: path).host("a.test")?.0.purge == "hard")
+        _ = try store.recordNotModified(host: "a.test", fetch: FetchRecord(at: 8, status: 304, durationMs: 1, trigger: "test"), startedAt: 7)
+        #expect(try SnapshotStore(path: path).host("a.test")?.0.purge == "none")
+    }
+
+    /// The store file, and the WAL files SQLite makes beside it, are readable by their owner only.
+    @Test func storeFilesAreOwnerOnly() throws {
+        let (store, path) = try temporaryStore()
+        _ = try success(store, "x", at: 1)
+        for file in [path, path + "-wal", path + "-shm"] {
+            let mode = try #require(try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int)
+            #expect(mode & 0o077 == 0, "\(file) has mode \(String(mode, radix: 8))")
+        }
     }
 }

@@ -106,12 +106,18 @@ public final class EdgeProcess: @unchecked Sendable {
 
     /// Starts `serve --port 0 --db DB ARGUMENTS…` and waits for its "listening on" line. With a
     /// `launcher`, runs `LAUNCHER… BINARY serve …` instead (e.g. a private mount namespace).
-    public init(db: String, arguments: [String], adminToken: String = "test-admin-token", launcher: [String] = []) throws {
+    /// `adminToken` empty: no `--admin-token` (the edge reads or makes its token file);
+    /// `environment`: variables added to the test's own.
+    public init(db: String, arguments: [String], adminToken: String = "test-admin-token", launcher: [String] = [],
+                environment: [String: String] = [:]) throws {
         self.adminToken = adminToken
         stderrFile = FileManager.default.temporaryDirectory.appendingPathComponent("edge-\(UUID().uuidString).log")
         FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
         process = Process()
-        let serve = ["serve", "--port", "0", "--db", db, "--admin-token", adminToken] + arguments
+        let serve = ["serve", "--port", "0", "--db", db] + (adminToken.isEmpty ? [] : ["--admin-token", adminToken]) + arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        }
         if let first = launcher.first {
             process.executableURL = URL(fileURLWithPath: first)
             process.arguments = Array(launcher.dropFirst()) + [Self.binary.path] + serve
