@@ -519,7 +519,8 @@ public final class Edge: Sendable {
         guard known else { return nil }
         entries.withLock { cache in
             guard var entry = cache.get(key) else { return }
-            entry.state.purge = soft ? .soft : .hard
+            // A soft purge does not undo a hard one.
+            entry.state.purge = soft && entry.state.purge != .hard ? .soft : .hard
             entry.purgedAt = clock.now()
             if !soft {
                 entry.snapshot = nil

@@ -398,7 +398,9 @@ public final class SnapshotStore: Sendable {
     /// Marks the host purged (`soft` or `hard`); false when the host is unknown.
     public func purge(host name: String, hard: Bool, at time: Double = 0) throws -> Bool {
         try pool.write { db in
-            try db.execute(sql: "UPDATE host SET purge = ?, purgedAt = ? WHERE name = ?", arguments: [hard ? "hard" : "soft", time, name])
+            // A soft purge does not undo a hard one: the copy stays forgotten until a fetch.
+            try db.execute(sql: "UPDATE host SET purge = CASE WHEN purge = 'hard' THEN 'hard' ELSE ? END, purgedAt = ? WHERE name = ?",
+                           arguments: [hard ? "hard" : "soft", time, name])
             return db.changesCount > 0
         }
     }
