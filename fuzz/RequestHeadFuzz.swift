@@ -7,11 +7,21 @@
 //     line ends, no control byte but HT, no byte above 0x7E, no body or upgrade field, ending in a
 //     blank line, no longer than the limit, with every field range inside it;
 //   - the answer depends on bytes after the head, or a prefix of a framed head is not `.incomplete`;
-//   - `.incomplete` is given for input already at the length limit.
+//   - `.incomplete` is given for input already at the length limit;
+//   - a scan resumed from the checkpoint of an earlier prefix differs from a scan from the start.
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func requestHeadFuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = UnsafeRawBufferPointer(start: data, count: size)
+    // Resuming: scan growing prefixes, each from the previous one's checkpoint.
+    var checkpoint: RequestHeadScanner.Checkpoint?
+    for end in stride(from: 1, through: size, by: max(1, size / 16)) {
+        let prefix = UnsafeRawBufferPointer(rebasing: bytes[0..<end])
+        let resumed = RequestHeadScanner.scan(prefix, resumingAt: checkpoint)
+        guard resumed.result == RequestHeadScanner.scan(prefix) else { fatalError("a resumed scan differs at \(end) bytes") }
+        guard resumed.result == .incomplete else { break }
+        checkpoint = resumed.checkpoint
+    }
     switch RequestHeadScanner.scan(bytes) {
     case .unsupported:
         return 0
