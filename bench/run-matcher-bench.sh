@@ -11,11 +11,12 @@ json=$("${pin[@]}" "$bin")
 echo "$json" > results/matcher-latest.json
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 history=results/matcher-history.tsv
-[ -f "$history" ] || printf 'date\tcommit\tdecisions_per_s\tdecisions_per_s_with_url_parsing\tcompile_ms_100kb\n' > "$history"
+[ -f "$history" ] || printf 'date\tcommit\tdecisions_per_s\tdecisions_per_s_with_url_parsing\tcompile_ms_100kb\tworst_validation_ms\n' > "$history"
 python3 - "$json" "$commit" >> "$history" <<'PY'
 import json, sys, datetime
 r = json.loads(sys.argv[1])
 print("\t".join([datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%MZ"), sys.argv[2],
-                 str(r["decisionsPerSecond"]), str(r["decisionsPerSecondWithURLParsing"]), str(r["compileMilliseconds"])]))
+                 str(r["decisionsPerSecond"]), str(r["decisionsPerSecondWithURLParsing"]), str(r["compileMilliseconds"]),
+                 str(r.get("worstValidationMilliseconds", ""))]))
 PY
 echo "$json"

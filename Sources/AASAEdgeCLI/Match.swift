@@ -10,8 +10,10 @@ struct Match: ParsableCommand {
         --jsonl runs the conformance protocol instead: one JSON object per line on stdin, \
         {"id","aasa","domain","appId","url"} ("aasa" an object or a JSON string, "domain" "" or \
         absent for no host check), one {"id","decision"} (or {"id","error"}) line out per line in.
+        A URL that cannot be parsed gets its own error line ({"url","error"} with --json) and the \
+        other URLs are still decided.
         Exit status: 0; 1 when --expect is given and a decision differs, or FILE is not an AASA \
-        object; 2 on a usage error (including a malformed URL); 3 when FILE cannot be read.
+        object; 2 on a usage error or when any URL could not be parsed; 3 when FILE cannot be read.
         """
     )
 
@@ -57,23 +59,23 @@ struct Match: ParsableCommand {
             return
         }
         guard let file, let appID else { return }
-        let parsedURLs: [MatchURL]
-        do {
-            parsedURLs = try urls.map { (url: String) throws(MatchURL.ParseError) in try MatchURL(url) }
-        } catch {
-            throw CLIFailure.usage(error.description)
-        }
+        let parsedURLs: [Result<MatchURL, MatchURL.ParseError>] = urls.map { url in Result { () throws(MatchURL.ParseError) in try MatchURL(url) } }
         let (document, aasa) = try InputFile.readDocument(file)
         let errors = aasa.diagnostics.filter { $0.severity == .error }.count
         if errors > 0 && !json {
             Console.error("note: \(file) has \(errors) validation error\(errors == 1 ? "" : "s"); matching as devices would (see `aasa-edge validate`)")
         }
         let compiled = CompiledAASA(document)
-        let results = parsedURLs.map { compiled.match($0, appID: appID, domain: domain) }
+        let outcomes = parsedURLs.map { parsed in parsed.map { compiled.match($0, appID: appID, domain: domain) } }
+        let results = outcomes.compactMap { try? $0.get() }
         if json {
-            let entries: [JSONValue] = zip(parsedURLs, results).map { url, result in
-                .object(JSONObject([
-                    JSONMember("url", .string(url.string)),
+            let entries: [JSONValue] = zip(urls, outcomes).map { url, outcome in
+                guard case .success(let result) = outcome else {
+                    guard case .failure(let error) = outcome else { return .null }
+                    return .object(JSONObject([JSONMember("url", .string(url)), JSONMember("error", .string(error.description))]))
+                }
+                return .object(JSONObject([
+                    JSONMember("url", .string(url)),
                     JSONMember("decision", .string(result.decision.rawValue)),
                     JSONMember("reason", .string(result.reason.rawValue)),
                     JSONMember("detail", result.detail.map { .string($0.description) } ?? .null),
@@ -86,11 +88,20 @@ struct Match: ParsableCommand {
                 JSONMember("results", .array(entries)),
             ]))))
         } else {
-            let width = results.map(\.decision.rawValue.count).max() ?? 0
-            for (url, result) in zip(parsedURLs, results) {
-                let decision = result.decision.rawValue.padding(toLength: width, withPad: " ", startingAt: 0)
-                Console.out("\(decision)  \(url.string)  \(Self.explain(result))")
+            let width = max(5, results.map(\.decision.rawValue.count).max() ?? 0)
+            for (url, outcome) in zip(urls, outcomes) {
+                switch outcome {
+                case .success(let result):
+                    let decision = result.decision.rawValue.padding(toLength: width, withPad: " ", startingAt: 0)
+                    Console.out("\(decision)  \(url)  \(Self.explain(result))")
+                case .failure(let error):
+                    Console.out("error".padding(toLength: width, withPad: " ", startingAt: 0) + "  " + OutsideText.clean(url, limit: 1024) + "  (" + error.description + ")")
+                }
             }
+        }
+        let unparsable = outcomes.filter { if case .failure = $0 { return true } else { return false } }.count
+        if unparsable > 0 {
+            throw CLIFailure.usage("\(unparsable) of \(urls.count) URL\(urls.count == 1 ? "" : "s") could not be parsed")
         }
         if let expect, results.contains(where: { $0.decision.rawValue != expect }) {
             throw ExitCode(ExitStatus.bad.rawValue)
@@ -100,8 +111,18 @@ struct Match: ParsableCommand {
     static func explain(_ result: MatchResult) -> String {
         switch result.reason {
         case .rule:
+            let place = result.rule?.description ?? "?"
+            if case .string(let text)? = result.ruleSource {
+                // A legacy `paths` string: say which one, and whether it was a NOT rule.
+                let quoted = JSONWriter.string(.string(text))
+                return result.decision == .exclude
+                    ? "(\(place): the NOT rule \(quoted) matched, so the URL is excluded)"
+                    : "(\(place): the path \(quoted) matched)"
+            }
             let source = result.ruleSource.map { JSONWriter.string($0) } ?? ""
-            return "(\(result.rule?.description ?? "?") \(source))"
+            return result.decision == .exclude
+                ? "(\(place) \(source) matched; it excludes the URL)"
+                : "(\(place) \(source) matched)"
         case .noRuleMatched: return "(no rule of \(result.detail?.description ?? "?") matched)"
         case .detailWithoutPatterns: return "(\(result.detail?.description ?? "?") has no components or paths: every URL matches)"
         case .appNotListed: return "(the app is not listed under applinks)"

@@ -6,7 +6,8 @@ struct Validate: ParsableCommand {
         abstract: "Validate an AASA file and print its diagnostics.",
         discussion: """
         Every diagnostic has a stable code (see docs/diagnostics.md), a severity (error, warning, \
-        note), a JSON pointer to the offending place and a one-line message.
+        note), a JSON pointer to the offending place and a one-line message. Text output lists \
+        errors first, then warnings, then notes, each in document order; --json keeps document order.
         Exit status: 0 when there is no error diagnostic, 1 when there is, 3 when FILE cannot be read.
         """
     )
@@ -35,7 +36,8 @@ enum Report {
             return "\(n) \(severity.rawValue)\(n == 1 ? "" : "s")"
         }
         var lines = ["\(name): \(aasa.isValid ? "valid" : "invalid") (\(counts.joined(separator: ", ")))"]
-        lines += aasa.diagnostics.map { "  \($0)" }
+        // Errors first, then warnings, then notes, each in document order (`--json` keeps document order).
+        lines += Severity.allCases.flatMap { severity in aasa.diagnostics.filter { $0.severity == severity } }.map { "  \($0)" }
         return lines.joined(separator: "\n")
     }
 }

@@ -30,7 +30,11 @@ public struct AASAFile: Sendable {
                 "the file is \(input.count) bytes; devices refuse anything over \(maximumSize) bytes"))
         }
         var bytes = input
-        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes = UnsafeBufferPointer(rebasing: bytes[3...]) }
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) {
+            bytes = UnsafeBufferPointer(rebasing: bytes[3...])
+            diagnostics.append(Diagnostic(.byteOrderMark, at: .root,
+                "the file starts with a UTF-8 byte-order mark; RFC 8259 §8.1 says not to send one, and while devices may accept it, many validators and servers do not: save the file without it"))
+        }
         if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }) {
             diagnostics.append(Diagnostic(.empty, at: .root, "the file is empty"))
             return AASAFile(document: nil, diagnostics: diagnostics, byteCount: input.count)
@@ -44,7 +48,7 @@ public struct AASAFile: Sendable {
         do {
             value = try JSONReader.parse(utf8: bytes)
         } catch {
-            diagnostics.append(Diagnostic(.notJSON, at: .root, "not valid JSON: \(error)"))
+            diagnostics.append(Diagnostic(.notJSON, at: .root, JSONErrorCause.describe(bytes, error)))
             return AASAFile(document: nil, diagnostics: diagnostics, byteCount: input.count)
         }
         guard case .object(let root) = value else {
@@ -91,15 +95,17 @@ struct DocumentReader {
     /// Per code beyond the listed ones: where the first unlisted one is and how many there are.
     private var unlisted: [(code: DiagnosticCode, pointer: JSONPointer, count: Int)] = []
 
-    mutating func note(_ code: DiagnosticCode, _ pointer: JSONPointer, _ message: String) {
+    /// The message is built only for a diagnostic that is listed (a file can repeat one problem
+    /// thousands of times; its did-you-mean search is not free).
+    mutating func note(_ code: DiagnosticCode, _ pointer: @autoclosure () -> JSONPointer, _ message: @autoclosure () -> String) {
         let seen = perCode[code, default: 0]
         perCode[code] = seen + 1
         if seen < Self.listedPerCode {
-            diagnostics.append(Diagnostic(code, at: pointer, message))
+            diagnostics.append(Diagnostic(code, at: pointer(), message()))
         } else if let i = unlisted.firstIndex(where: { $0.code == code }) {
             unlisted[i].count += 1
         } else {
-            unlisted.append((code, pointer, 1))
+            unlisted.append((code, pointer(), 1))
         }
     }
 
@@ -151,7 +157,8 @@ struct DocumentReader {
                 }
                 appLists.append(ServiceAppList(service: key, appIDs: readAppList(object, service: key, at: pointer)))
             } else {
-                note(.unknownTopLevelKey, pointer, "'\(key)' is not a service devices know; it is ignored")
+                note(.unknownTopLevelKey, pointer, "'\(key)' is not a service devices know; it is ignored"
+                     + KeySuggestion.hint(key, among: known + Self.otherAppleServices))
             }
         }
         let document = AASADocument(root: root, appLinks: appLinks, appLists: appLists)
@@ -160,7 +167,7 @@ struct DocumentReader {
 
     mutating func readAppList(_ object: JSONObject, service: String, at pointer: JSONPointer) -> [String] {
         for key in object.keys where key != "apps" {
-            note(.unknownServiceKey, pointer.appending(key), "'\(key)' is not a key of \(service); it is ignored")
+            note(.unknownServiceKey, pointer.appending(key), "'\(key)' is not a key of \(service); it is ignored" + KeySuggestion.hint(key, among: ["apps"]))
         }
         guard let apps = object["apps"] else {
             note(.appsNotArray, pointer, "\(service) has no 'apps' array, so it names no app")
@@ -171,32 +178,47 @@ struct DocumentReader {
             return []
         }
         if elements.isEmpty { note(.emptyApps, pointer.appending("apps"), "'apps' is empty, so \(service) names no app") }
-        var ids: [String] = []
+        var ids: [(String, JSONPointer)] = []
         for (i, element) in elements.enumerated() {
             guard let id = element.stringValue else {
                 note(.appsEntryNotString, pointer.appending("apps").appending(i),
                      "an app ID must be a string, not \(element.typeDescription); devices skip it")
                 continue
             }
-            checkAppID(id, at: pointer.appending("apps").appending(i))
-            ids.append(id)
+            ids.append((id, pointer.appending("apps").appending(i)))
         }
-        return ids
+        checkAppIDs(ids, in: "'apps'")
+        return ids.map(\.0)
     }
 
     mutating func checkAppID(_ id: String, at pointer: JSONPointer) {
-        if let problem = AppID.problem(id) { note(.malformedAppID, pointer, problem) }
+        if let problem = AppID.problem(id) { note(.malformedAppID, pointer, problem + "; devices ignore it") }
+    }
+
+    /// The app IDs of one list: an unusable one is an error when no usable one is beside it (the
+    /// list names no app), else a warning naming it (the others still work).
+    mutating func checkAppIDs(_ ids: [(String, JSONPointer)], in list: String) {
+        let usable = ids.filter { AppID.problem($0.0) == nil }.count
+        for (id, pointer) in ids {
+            guard let problem = AppID.problem(id) else { continue }
+            if usable == 0 {
+                note(.malformedAppID, pointer, problem + "; no app ID of \(list) is usable, so it names no app")
+            } else {
+                note(.unusableAppID, pointer, problem + "; devices ignore this one, the other app IDs of \(list) still work")
+            }
+        }
     }
 
     // MARK: applinks
 
     mutating func readAppLinks(_ object: JSONObject, at pointer: JSONPointer) -> AppLinks {
         for key in object.keys where !["details", "defaults", "substitutionVariables", "apps"].contains(key) {
-            note(.unknownAppLinksKey, pointer.appending(key), "'\(key)' is not a key of applinks; it is ignored")
+            note(.unknownAppLinksKey, pointer.appending(key), "'\(key)' is not a key of applinks; it is ignored"
+                 + KeySuggestion.hint(key, among: ["details", "defaults", "substitutionVariables"]))
         }
-        if let apps = object["apps"] {
-            let detail = apps.arrayValue?.isEmpty == true ? "" : " (it was required to be an empty array)"
-            note(.legacyAppsKey, pointer.appending("apps"), "'apps' inside applinks is a legacy key that devices ignore\(detail)")
+        // The legacy `"apps": []` (Apple's older documentation required it) is accepted silently.
+        if let apps = object["apps"], apps.arrayValue?.isEmpty != true {
+            note(.legacyAppsKey, pointer.appending("apps"), "'apps' inside applinks is a legacy key that devices ignore (it was required to be an empty array)")
         }
         var domainDefaults = JSONObject()
         if let defaults = object["defaults"] {
@@ -266,7 +288,8 @@ struct DocumentReader {
     mutating func readDetail(_ object: JSONObject, appIDsFromKey: String?, domainDefaults: JSONObject,
                              variables: VariableTable, at pointer: JSONPointer) -> AppLinksDetail {
         for key in object.keys where !Self.detailKeys.contains(key) {
-            note(.unknownDetailKey, pointer.appending(key), "'\(key)' is not a key of a details entry; it is ignored")
+            note(.unknownDetailKey, pointer.appending(key), "'\(key)' is not a key of a details entry; it is ignored"
+                 + KeySuggestion.hint(key, among: Self.detailKeys.sorted()))
         }
         var appIDs: [String] = []
         if let key = appIDsFromKey {
@@ -322,6 +345,7 @@ struct DocumentReader {
         } else if !appIDs.isEmpty {
             note(.detailWithoutPatterns, pointer, "this entry has neither 'components' nor 'paths'; devices match every URL for its apps")
         }
+        if let rules { checkPathPatterns(rules, source: source!) }
         if let rules {
             if rules.isEmpty {
                 note(.emptyRules, pointer.appending(source!.rawValue), "'\(source!.rawValue)' is empty, so no URL matches for these apps")
@@ -343,14 +367,16 @@ struct DocumentReader {
             if singular != nil {
                 note(.bothAppIDForms, pointer.appending("appID"), "both 'appID' and 'appIDs' are set; devices use only 'appIDs'")
             }
+            var located: [(String, JSONPointer)] = []
             for (i, element) in list.enumerated() {
                 guard let id = element.stringValue else {
                     note(.appIDWrongType, pointer.appending("appIDs").appending(i), "an app ID must be a string, not \(element.typeDescription); devices skip it")
                     continue
                 }
-                checkAppID(id, at: pointer.appending("appIDs").appending(i))
+                located.append((id, pointer.appending("appIDs").appending(i)))
                 ids.append(id)
             }
+            checkAppIDs(located, in: "this entry")
             if ids.isEmpty { note(.detailWithoutAppID, pointer.appending("appIDs"), "'appIDs' names no app, so this entry does nothing") }
             return ids
         }
@@ -359,7 +385,7 @@ struct DocumentReader {
         }
         switch singular {
         case .string(let id)?:
-            checkAppID(id, at: pointer.appending("appID"))
+            checkAppIDs([(id, pointer.appending("appID"))], in: "this entry")
             ids.append(id)
         case let other?:
             note(.appIDWrongType, pointer.appending("appID"), "'appID' is \(other.typeDescription), not a string; devices ignore it")
@@ -373,7 +399,8 @@ struct DocumentReader {
 
     mutating func checkDefaults(_ object: JSONObject, at pointer: JSONPointer) {
         for key in object.keys where !Self.componentKeys.contains(key) {
-            note(.unknownDefaultsKey, pointer.appending(key), "'\(key)' is not a key of defaults; it is ignored")
+            note(.unknownDefaultsKey, pointer.appending(key), "'\(key)' is not a key of defaults; it is ignored"
+                 + KeySuggestion.hint(key, among: Self.componentKeys.sorted()))
         }
         // Patterns in defaults are resolved where they are inherited; check their types here.
         checkComponentValues(object, at: pointer, variables: nil)
@@ -385,7 +412,8 @@ struct DocumentReader {
             return
         }
         for key in object.keys where !Self.componentKeys.contains(key) {
-            note(.unknownComponentKey, pointer.appending(key), "'\(key)' is not a component key; devices ignore it")
+            note(.unknownComponentKey, pointer.appending(key), "'\(key)' is not a component key; devices ignore it"
+                 + KeySuggestion.hint(key, among: Self.componentKeys.sorted()))
         }
         checkComponentValues(object, at: pointer, variables: variables)
     }
@@ -411,6 +439,9 @@ struct DocumentReader {
                 let p = pointer.appending("?").appending(member.key)
                 if let pattern = member.value.stringValue {
                     checkPattern(pattern, at: p, variables: variables)
+                    if pattern == "*" {
+                        note(.queryStarMatchesAbsent, p, "'*' also matches when '\(member.key)' is absent (devices read an absent item as the empty string), so this does not require it; use '?*' to require a value")
+                    }
                 } else {
                     note(.queryNonStringValue, p, "query item pattern is \(member.value.typeDescription), not a string; devices then ignore the whole query dictionary, so it matches any query")
                 }
@@ -455,7 +486,31 @@ struct DocumentReader {
         }
         let levels = PatternScanner.recursionLevels(in: pattern)
         if levels >= Wildcard.maximumDepth - 1 {
-            note(.patternTooComplex, pointer, "\(levels) wildcards and variables; devices stop evaluating a pattern after 64 levels of backtracking and report no match")
+            note(.patternTooComplex, pointer, "\(levels) wildcards and variables; matching can reach the 64 levels of recursion at which devices stop evaluating a pattern and report no match")
+        }
+    }
+
+    /// Path patterns as devices resolve them (defaults applied): a `#` can never match a
+    /// percent-encoded path, and a `?` is a one-character wildcard, not the start of a query.
+    mutating func checkPathPatterns(_ rules: [Rule], source: RuleSource) {
+        for rule in rules {
+            guard let path = rule.path else { continue }
+            let pointer: JSONPointer
+            if source == .paths {
+                pointer = rule.pointer
+            } else if rule.source.objectValue?["/"] != nil {
+                pointer = rule.pointer.appending("/")
+            } else {
+                continue  // inherited from defaults: reported there once would be noise per rule
+            }
+            if path.contains("#"), rule.percentEncoded {
+                note(.fragmentInPathPattern, pointer,
+                     "a URL path never contains '#' (it starts the fragment), so this pattern can never match; match the fragment with the '#' key")
+            }
+            if path.contains("?") {
+                let advice = source == .paths ? "legacy paths match the path only" : "match the query with the '?' key"
+                note(.questionMarkInPathPattern, pointer, "'?' in a path pattern matches any one character, not the start of a query; \(advice)")
+            }
         }
     }
 
@@ -532,5 +587,86 @@ struct DocumentReader {
         for variable in variables where !used.contains(variable.name) {
             note(.unusedVariable, pointer.appending(variable.name), "$(\(variable.name)) is never used by a pattern")
         }
+    }
+}
+
+/// "Did you mean" for a key that is not one of `known`: the same key in another case, or one
+/// that is one or two edits away (`component` → `components`, `appId` → `appID`).
+enum KeySuggestion {
+    static func hint(_ key: String, among known: [String]) -> String {
+        nearest(key, among: known).map { " (did you mean '\($0)'?)" } ?? ""
+    }
+
+    static func nearest(_ key: String, among known: [String]) -> String? {
+        let lower = key.lowercased()
+        if let same = known.first(where: { $0.lowercased() == lower && $0 != key }) { return same }
+        guard key.count >= 3, key.count <= 64 else { return nil }
+        var best: (key: String, distance: Int)?
+        for candidate in known where candidate.count >= 3 {
+            let distance = editDistance(Array(lower.unicodeScalars), Array(candidate.lowercased().unicodeScalars))
+            let allowed = candidate.count >= 6 ? 2 : 1
+            if distance <= allowed, distance < (best?.distance ?? .max) { best = (candidate, distance) }
+        }
+        return best?.key
+    }
+
+    /// Levenshtein distance.
+    static func editDistance(_ a: [Unicode.Scalar], _ b: [Unicode.Scalar]) -> Int {
+        if a.isEmpty { return b.count }
+        if b.isEmpty { return a.count }
+        var previous = Array(0...b.count)
+        var current = [Int](repeating: 0, count: b.count + 1)
+        for i in 1...a.count {
+            current[0] = i
+            for j in 1...b.count {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            swap(&previous, &current)
+        }
+        return previous[b.count]
+    }
+}
+
+/// The common causes of a JSON syntax error in published AASA files, named from the bytes at and
+/// before the error: comments, trailing commas, single quotes, unquoted keys, an HTML page.
+enum JSONErrorCause {
+    static func describe(_ bytes: UnsafeBufferPointer<UInt8>, _ error: JSONSyntaxError) -> String {
+        let offset = min(error.offset, bytes.count)
+        func position(_ at: Int) -> String {
+            var line = 1, column = 1
+            for byte in bytes[0..<min(at, bytes.count)] {
+                if byte == UInt8(ascii: "\n") {
+                    line += 1
+                    column = 1
+                } else if byte & 0xC0 != 0x80 {
+                    column += 1
+                }
+            }
+            return "line \(line), column \(column)"
+        }
+        let first = bytes.firstIndex { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
+        if let first, bytes[first] == UInt8(ascii: "<") {
+            return "the file is an HTML or XML page, not JSON (it starts with '<' at \(position(first))); the server probably answered with an error page"
+        }
+        guard offset < bytes.count else { return "not valid JSON: \(error)" }
+        let byte = bytes[offset]
+        let next = offset + 1 < bytes.count ? bytes[offset + 1] : 0
+        var previous = offset - 1
+        while previous >= 0, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[previous]) { previous -= 1 }
+        let before: UInt8 = previous >= 0 ? bytes[previous] : 0
+        if byte == UInt8(ascii: "/"), next == UInt8(ascii: "/") || next == UInt8(ascii: "*") {
+            return "not valid JSON: a comment at \(position(offset)); JSON has no comments, remove it"
+        }
+        if byte == UInt8(ascii: "}") || byte == UInt8(ascii: "]"), before == UInt8(ascii: ",") {
+            return "not valid JSON: a trailing comma at \(position(previous)) before '\(Character(Unicode.Scalar(byte)))'; JSON allows no comma after the last item"
+        }
+        if byte == UInt8(ascii: "'") {
+            return "not valid JSON: single quotes at \(position(offset)); JSON strings and keys need double quotes"
+        }
+        let startsName = (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "$")
+        if startsName, before == UInt8(ascii: "{") || before == UInt8(ascii: ",") {
+            return "not valid JSON: an unquoted key at \(position(offset)); JSON keys need double quotes"
+        }
+        return "not valid JSON: \(error)"
     }
 }

@@ -23,6 +23,7 @@ public enum DiagnosticCode: String, Sendable, CaseIterable {
     case notObject = "AE004"
     case tooLarge = "AE005"
     case duplicateKey = "AE006"
+    case byteOrderMark = "AE007"
     // Services.
     case noKnownService = "AE010"
     case serviceNotObject = "AE011"
@@ -49,6 +50,7 @@ public enum DiagnosticCode: String, Sendable, CaseIterable {
     case unknownDetailKey = "AE034"
     case unknownAppLinksKey = "AE035"
     case emptyRules = "AE036"
+    case unusableAppID = "AE038"
     // Rules (components and legacy paths).
     case componentNotObject = "AE040"
     case nonStringPattern = "AE041"
@@ -66,6 +68,9 @@ public enum DiagnosticCode: String, Sendable, CaseIterable {
     case patternTooComplex = "AE053"
     case nulInPattern = "AE054"
     case unnormalizedPathPattern = "AE055"
+    case fragmentInPathPattern = "AE056"
+    case questionMarkInPathPattern = "AE057"
+    case queryStarMatchesAbsent = "AE058"
     // defaults.
     case defaultsNotObject = "AE060"
     case unknownDefaultsKey = "AE061"
@@ -90,12 +95,13 @@ public enum DiagnosticCode: String, Sendable, CaseIterable {
             return .error
         case .duplicateKey, .bothAppIDForms, .emptyDetails, .duplicateAppID, .detailWithoutPatterns,
              .queryNonStringValue, .flagNotBoolean, .unreachableRule, .variableValueReferencesVariable,
-             .patternTooComplex, .variableWithoutValues, .emptyApps, .emptyRules, .unnormalizedPathPattern:
+             .patternTooComplex, .variableWithoutValues, .emptyApps, .emptyRules, .unnormalizedPathPattern,
+             .unusableAppID, .fragmentInPathPattern, .byteOrderMark:
             return .warning
         case .unknownTopLevelKey, .unknownServiceKey, .pathsAndComponents, .legacyDetailsDictionary,
              .legacyAppsKey, .unknownDetailKey, .unknownAppLinksKey, .unknownComponentKey,
              .requiredEntitlement, .backslashInPattern, .unknownDefaultsKey, .variableShadowsBuiltIn,
-             .unusedVariable:
+             .unusedVariable, .questionMarkInPathPattern, .queryStarMatchesAbsent:
             return .note
         }
     }
@@ -109,6 +115,7 @@ public enum DiagnosticCode: String, Sendable, CaseIterable {
         case .notObject: return "not-an-object"
         case .tooLarge: return "too-large"
         case .duplicateKey: return "duplicate-key"
+        case .byteOrderMark: return "byte-order-mark"
         case .noKnownService: return "no-known-service"
         case .serviceNotObject: return "service-not-object"
         case .appsNotArray: return "apps-not-array"
@@ -133,6 +140,7 @@ public enum DiagnosticCode: String, Sendable, CaseIterable {
         case .unknownDetailKey: return "unknown-detail-key"
         case .unknownAppLinksKey: return "unknown-applinks-key"
         case .emptyRules: return "empty-rules"
+        case .unusableAppID: return "unusable-app-id"
         case .componentNotObject: return "component-not-object"
         case .nonStringPattern: return "non-string-pattern"
         case .queryWrongType: return "query-wrong-type"
@@ -148,6 +156,9 @@ public enum DiagnosticCode: String, Sendable, CaseIterable {
         case .patternTooComplex: return "pattern-too-complex"
         case .nulInPattern: return "nul-in-pattern"
         case .unnormalizedPathPattern: return "one-character-path"
+        case .fragmentInPathPattern: return "hash-in-path"
+        case .questionMarkInPathPattern: return "question-mark-in-path"
+        case .queryStarMatchesAbsent: return "star-matches-absent-item"
         case .defaultsNotObject: return "defaults-not-object"
         case .unknownDefaultsKey: return "unknown-defaults-key"
         case .variablesNotObject: return "variables-not-object"

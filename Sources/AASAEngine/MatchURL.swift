@@ -83,11 +83,27 @@ public struct MatchURL: Sendable, Equatable {
             let authorityEnd = rest[2...].firstIndex(of: UInt8(ascii: "/")) ?? rest.count
             var authority = Array(rest[2..<authorityEnd])
             if let at = authority.lastIndex(of: UInt8(ascii: "@")) { authority = Array(authority[(at + 1)...]) }
+            // What follows the host may only be `:port` (digits); an IP literal needs its `]`.
+            func validPort(_ rest: ArraySlice<UInt8>) -> Bool {
+                rest.isEmpty || (rest.first == UInt8(ascii: ":") && rest.dropFirst().allSatisfy(Self.isDigit))
+            }
             if authority.first == UInt8(ascii: "[") {
-                let close = authority.firstIndex(of: UInt8(ascii: "]")) ?? authority.count - 1
+                guard let close = authority.firstIndex(of: UInt8(ascii: "]")),
+                      authority[1..<close].allSatisfy({ Self.hexValue($0) != nil || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") }),
+                      validPort(authority[(close + 1)...]) else {
+                    throw ParseError(description: "'\(string)' has a malformed IP-literal host (expected [address] with an optional :port)")
+                }
                 authority = Array(authority[...close])
-            } else if let portColon = authority.lastIndex(of: UInt8(ascii: ":")) {
-                authority = Array(authority[..<portColon])
+            } else {
+                guard !authority.contains(UInt8(ascii: "[")), !authority.contains(UInt8(ascii: "]")) else {
+                    throw ParseError(description: "'\(string)' has '[' or ']' in its host")
+                }
+                if let portColon = authority.lastIndex(of: UInt8(ascii: ":")) {
+                    guard validPort(authority[portColon...]) else {
+                        throw ParseError(description: "'\(string)' has a port that is not a number")
+                    }
+                    authority = Array(authority[..<portColon])
+                }
             }
             parts = Parts(host: authority.map(UTF8Scalars.asciiLower), path: Array(rest[authorityEnd...]), query: query, fragment: fragment)
         } else {

@@ -88,10 +88,10 @@ public struct Rule: Sendable, Equatable {
 
     /// Builds the rule the way swcd does: each key comes from the component, or from the merged
     /// defaults when the component lacks it; values of the wrong type are ignored.
-    init(component: JSONValue, defaults: JSONObject, pointer: JSONPointer, index: Int) {
+    init(component: JSONValue, defaults: JSONObject, pointer: JSONPointer, index: Int, writtenAs: JSONValue? = nil) {
         self.pointer = pointer
         self.index = index
-        self.source = component
+        self.source = writtenAs ?? component
         guard let object = component.objectValue else {
             // swcd builds an empty pattern for a non-dictionary entry: it matches every URL.
             path = nil; fragment = nil; query = .any; exclude = false; caseSensitive = true
@@ -126,7 +126,7 @@ public struct Rule: Sendable, Equatable {
                 component.members.append(JSONMember("/", .string(text)))
             }
         }
-        self.init(component: .object(component), defaults: defaults, pointer: pointer, index: index)
+        self.init(component: .object(component), defaults: defaults, pointer: pointer, index: index, writtenAs: entry)
     }
 
     /// `-[NSObject boolValue]` as swcd applies it: booleans and numbers as expected, strings the

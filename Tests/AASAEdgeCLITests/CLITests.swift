@@ -124,6 +124,21 @@ func json(_ text: String) throws -> JSONObject {
         #expect(human.stdout.contains("error AE023 malformed-app-id at /applinks/details/0/appIDs/0"))
     }
 
+    /// Text output lists errors, then warnings, then notes (each in document order); --json keeps
+    /// document order.
+    @Test func textOutputGroupsBySeverity() throws {
+        let scratch = try Scratch()
+        // In document order: a note (unknown key), a warning (duplicate app), an error (non-string pattern).
+        let path = try scratch.file("mixed.json", #"{"applinks":{"details":[{"appIDs":["\#(exampleApp)"],"comp":1,"components":[{"/":"/a"}]},{"appIDs":["\#(exampleApp)"],"components":[{"/":5}]}]}}"#)
+        let human = try Binary.run(["validate", path])
+        #expect(human.status == 1)
+        let severities = human.stdout.split(separator: "\n").dropFirst().compactMap { $0.split(separator: " ").first.map(String.init) }
+        #expect(severities == severities.sorted { ["error": 0, "warning": 1, "note": 2][$0]! < ["error": 0, "warning": 1, "note": 2][$1]! })
+        #expect(Set(severities) == ["error", "warning", "note"], "\(human.stdout)")
+        let document = try #require(try json(try Binary.run(["validate", "--json", path]).stdout)["diagnostics"]?.arrayValue)
+        #expect(document.compactMap { $0.objectValue?["severity"]?.stringValue }.first == "note")
+    }
+
     @Test func readsStandardInput() throws {
         let r = try Binary.run(["validate", "-"], stdin: #"{"webcredentials":{"apps":["ABCDE12345.com.x"]}}"#)
         #expect(r.status == 0, "\(r.stderr)")
@@ -194,7 +209,37 @@ func json(_ text: String) throws -> JSONObject {
     @Test func malformedURLIsAUsageError() throws {
         let r = try Binary.run(["match", example, "--app-id", exampleApp, "not a url"])
         #expect(r.status == 2)
-        #expect(r.stderr.hasPrefix("error:"))
+        #expect(r.stderr.contains("error:"))
+    }
+
+    /// One unparsable URL among several: the others are still decided, the bad one gets its own
+    /// error line (`error` in --json), and the run exits 2 at the end. `http://[bad` is unparsable.
+    @Test func badURLsAmongGoodOnes() throws {
+        let urls = ["https://example.com/buy/1", "https://example.com/a b", "http://[bad", "https://example.com/nope"]
+        let r = try Binary.run(["match", example, "--app-id", exampleApp] + urls)
+        #expect(r.status == 2)
+        let lines = r.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count == 4)
+        #expect(lines[0].hasPrefix("match "))
+        #expect(lines[1].hasPrefix("error ") && lines[1].contains("a space"))
+        #expect(lines[2].hasPrefix("error ") && lines[2].contains("[bad"))
+        #expect(lines[3].hasPrefix("no_match "))
+        #expect(r.stderr.contains("2 of 4 URLs could not be parsed"))
+        let j = try Binary.run(["match", "--json", example, "--app-id", exampleApp] + urls)
+        #expect(j.status == 2)
+        let results = try #require(try json(j.stdout)["results"]?.arrayValue).compactMap(\.objectValue)
+        #expect(results.map { $0["decision"]?.stringValue } == ["match", nil, nil, "no_match"])
+        #expect(results[2]["url"] == .string("http://[bad") && results[2]["error"]?.stringValue != nil)
+    }
+
+    /// For legacy `paths` the explanation names the string that decided and whether it was a NOT rule.
+    @Test func legacyPathExplanations() throws {
+        let scratch = try Scratch()
+        let path = try scratch.file("legacy.json", #"{"applinks":{"apps":[],"details":[{"appID":"\#(exampleApp)","paths":["NOT /private/*","/*"]}]}}"#)
+        let r = try Binary.run(["match", path, "--app-id", exampleApp, "https://example.com/private/x", "https://example.com/open"])
+        let lines = r.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first?.hasPrefix("exclude ") == true && lines.first?.contains(#"the NOT rule "NOT /private/*" matched"#) == true, "\(lines)")
+        #expect(lines.last?.hasPrefix("match ") == true && lines.last?.contains(#"the path "/*" matched"#) == true, "\(lines)")
     }
 
     @Test func unusableFileIsBad() throws {

@@ -39,7 +39,12 @@ let validationCases: [ValidationCase] = [
     .init(code: .pathsNotArray, pointer: "/applinks/details/0/paths", text: #"{"applinks":{"details":[{"appIDs":["\#(A)"],"paths":"/x"}]}}"#),
     .init(code: .pathsAndComponents, pointer: "/applinks/details/0/paths", text: #"{"applinks":{"details":[{"appIDs":["\#(A)"],"paths":["/x"],"components":[{"/":"/x"}]}]}}"#),
     .init(code: .legacyDetailsDictionary, pointer: "/applinks/details", text: #"{"applinks":{"details":{"\#(A)":{"paths":["/x"]}}}}"#),
-    .init(code: .legacyAppsKey, pointer: "/applinks/apps", text: #"{"applinks":{"apps":[],"details":[{"appID":"\#(A)","paths":["/x"]}]}}"#),
+    .init(code: .legacyAppsKey, pointer: "/applinks/apps", text: #"{"applinks":{"apps":["\#(A)"],"details":[{"appID":"\#(A)","paths":["/x"]}]}}"#),
+    .init(code: .byteOrderMark, pointer: "", text: "\u{FEFF}" + #"{"webcredentials":{"apps":["\#(A)"]}}"#),
+    .init(code: .unusableAppID, pointer: "/applinks/details/0/appIDs/1", text: #"{"applinks":{"details":[{"appIDs":["\#(A)","com.example.noteam"],"components":[{"/":"/x"}]}]}}"#),
+    .init(code: .fragmentInPathPattern, pointer: "/applinks/details/0/components/0/~1", text: #"{"applinks":{"details":[{"appIDs":["\#(A)"],"components":[{"/":"/help#faq"}]}]}}"#),
+    .init(code: .questionMarkInPathPattern, pointer: "/applinks/details/0/paths/0", text: #"{"applinks":{"details":[{"appID":"\#(A)","paths":["/search?q=*"]}]}}"#),
+    .init(code: .queryStarMatchesAbsent, pointer: "/applinks/details/0/components/0/?/id", text: #"{"applinks":{"details":[{"appIDs":["\#(A)"],"components":[{"/":"/x","?":{"id":"*"}}]}]}}"#),
     .init(code: .unknownDetailKey, pointer: "/applinks/details/0/paht", text: #"{"applinks":{"details":[{"appID":"\#(A)","paths":["/x"],"paht":[]}]}}"#),
     .init(code: .unknownAppLinksKey, pointer: "/applinks/detail", text: #"{"applinks":{"detail":[],"details":[{"appID":"\#(A)","paths":["/x"]}]}}"#),
     .init(code: .emptyRules, pointer: "/applinks/details/0/components", text: #"{"applinks":{"details":[{"appIDs":["\#(A)"],"components":[]}]}}"#),
@@ -183,3 +188,96 @@ let validationCases: [ValidationCase] = [
         #expect(object.uniqueMembers.count == 100)
     }
 }
+
+/// What a user meets in `validate` on files that work on devices (small files written for these
+/// tests): no false errors, causes named, typos explained, traps pointed out.
+@Suite struct ActionableDiagnosticsTests {
+    func codes(_ text: String) -> [DiagnosticCode] { AASAFile.read(text).diagnostics.map(\.code) }
+
+    /// One unusable app ID beside a usable one is a warning naming it; the file stays valid.
+    /// An entry with no usable app ID is still an error.
+    @Test func anUnusableAppIDBesideAUsableOneIsAWarning() {
+        let mixed = AASAFile.read(#"{"applinks":{"details":[{"appIDs":["\#(A)","com.example.noteam"],"components":[{"/":"/x"}]}]}}"#)
+        #expect(mixed.isValid)
+        let warning = mixed.diagnostics.first { $0.code == .unusableAppID }
+        #expect(warning?.severity == .warning && warning?.message.contains("com.example.noteam") == true)
+        let none = AASAFile.read(#"{"applinks":{"details":[{"appIDs":["com.example.noteam"],"components":[{"/":"/x"}]}]}}"#)
+        #expect(!none.isValid && none.diagnostics.contains { $0.code == .malformedAppID })
+        let list = AASAFile.read(#"{"webcredentials":{"apps":["\#(A)","noteam"]}}"#)
+        #expect(list.isValid && list.diagnostics.map(\.code) == [.unusableAppID])
+    }
+
+    /// The legacy `"apps": []` inside applinks is accepted silently.
+    @Test func legacyEmptyAppsIsSilent() {
+        #expect(codes(#"{"applinks":{"apps":[],"details":[{"appIDs":["\#(A)"],"components":[{"/":"/x"}]}]}}"#).isEmpty)
+    }
+
+    /// Near-miss keys say which key was probably meant.
+    @Test func typosGetADidYouMean() {
+        let cases: [(String, String)] = [
+            (#"{"applinks":{"details":[{"appId":"\#(A)","components":[]}]}}"#, "appID"),
+            (#"{"applinks":{"details":[{"appIds":["\#(A)"],"components":[]}]}}"#, "appIDs"),
+            (#"{"applinks":{"details":[{"appIDs":["\#(A)"],"component":[]}]}}"#, "components"),
+            (#"{"applinks":{"details":[{"appIDs":["\#(A)"],"Paths":["/x"]}]}}"#, "paths"),
+            (#"{"applink":{"details":[]},"webcredentials":{"apps":["\#(A)"]}}"#, "applinks"),
+            (#"{"webcredential":{"apps":["\#(A)"]},"applinks":{"details":[]}}"#, "webcredentials"),
+            (#"{"applinks":{"details":[{"appIDs":["\#(A)"],"components":[{"/":"/x","casesensitive":false}]}]}}"#, "caseSensitive"),
+        ]
+        for (text, meant) in cases {
+            let messages = AASAFile.read(text).diagnostics.map(\.message)
+            #expect(messages.contains { $0.contains("did you mean '\(meant)'?") }, "\(meant): \(messages)")
+        }
+        let unrelated = AASAFile.read(#"{"applinks":{"details":[{"appIDs":["\#(A)"],"components":[],"zzzz":1}]}}"#)
+        #expect(!unrelated.diagnostics.contains { $0.message.contains("did you mean") })
+    }
+
+    /// Patterns that can never match, `?` in a path, and `"*"` for a query item.
+    @Test func trapsInPatternsArePointedOut() {
+        let hash = AASAFile.read(#"{"applinks":{"details":[{"appIDs":["\#(A)"],"components":[{"/":"/help#faq"}]}]}}"#)
+        #expect(hash.diagnostics.first { $0.code == .fragmentInPathPattern }?.severity == .warning)
+        // With percentEncoded false a decoded path can hold '#' (from %23): no warning then.
+        #expect(!codes(#"{"applinks":{"details":[{"appIDs":["\#(A)"],"components":[{"/":"/a#b","percentEncoded":false}]}]}}"#).contains(.fragmentInPathPattern))
+        #expect(codes(#"{"applinks":{"details":[{"appID":"\#(A)","paths":["/a#b"]}]}}"#).contains(.fragmentInPathPattern))
+        let question = AASAFile.read(#"{"applinks":{"details":[{"appIDs":["\#(A)"],"components":[{"/":"/search?q=1"}]}]}}"#)
+        let note = question.diagnostics.first { $0.code == .questionMarkInPathPattern }
+        #expect(note?.severity == .note && note?.message.contains("'?' key") == true)
+        let star = AASAFile.read(#"{"applinks":{"details":[{"appIDs":["\#(A)"],"components":[{"?":{"id":"*","q":"?*"}}]}]}}"#)
+        let starNotes = star.diagnostics.filter { $0.code == .queryStarMatchesAbsent }
+        #expect(starNotes.map(\.pointer.description) == ["/applinks/details/0/components/0/?/id"])
+        #expect(starNotes.first?.message.contains("'?*'") == true)
+    }
+
+    /// JSON syntax errors name their common causes, with line and column.
+    @Test func jsonErrorsNameTheCause() {
+        let cases: [(String, String)] = [
+            ("{\n  // links\n  \"applinks\": {}\n}", "a comment at line 2, column 3"),
+            ("{\"applinks\":{\"details\":[],}}", "a trailing comma at line 1, column 26"),
+            ("{\"webcredentials\":{\"apps\":['\(A)']}}", "single quotes at line 1, column 28"),
+            ("{applinks:{}}", "an unquoted key at line 1, column 2"),
+            ("\n<!DOCTYPE html><html><body>Not Found</body></html>", "HTML or XML page"),
+        ]
+        for (text, cause) in cases {
+            let file = AASAFile.read(text)
+            #expect(file.diagnostics.count == 1 && file.diagnostics.first?.code == .notJSON)
+            #expect(file.diagnostics.first?.message.contains(cause) == true, "\(cause): \(file.diagnostics.map(\.message))")
+        }
+        // Other syntax errors keep the parser's own description.
+        #expect(AASAFile.read("{\"a\": }").diagnostics.first?.message.hasPrefix("not valid JSON:") == true)
+    }
+
+    /// A byte-order mark is a warning; the file is still read.
+    @Test func byteOrderMarkIsAWarning() {
+        let file = AASAFile.read(Array([0xEF, 0xBB, 0xBF] + Array(#"{"webcredentials":{"apps":["\#(A)"]}}"#.utf8)))
+        #expect(file.isValid && file.document != nil)
+        #expect(file.diagnostics.map(\.code) == [.byteOrderMark])
+    }
+
+    /// Keys and values quoted in messages never carry control characters to a terminal.
+    @Test func controlCharactersInKeysAreEscaped() {
+        let file = AASAFile.read(#"{"webcredentials":{"apps":["\#(A)"]},"\u001b[2Jx":1}"#)
+        let text = file.diagnostics.map(\.description).joined()
+        #expect(!text.unicodeScalars.contains { $0.value == 0x1B })
+        #expect(text.contains("\\u{1B}"))
+    }
+}
+

@@ -109,6 +109,36 @@ for _ in 0..<rounds * 3 {
     compileTimes.append(seconds(elapsed))
 }
 
+// Worst cases for validation, each close to the 131072-byte limit: one details entry with
+// thousands of unknown keys (each with a did-you-mean search), one key repeated thousands of
+// times, thousands of malformed app IDs, and thousands of tiny rules.
+func nearLimit(_ make: (Int) -> String) -> [UInt8] {
+    var n = 1_000
+    while make(n * 2).utf8.count <= AASAFile.maximumSize { n *= 2 }
+    var step = n / 2
+    while step > 0 {
+        if make(n + step).utf8.count <= AASAFile.maximumSize { n += step }
+        step /= 2
+    }
+    return Array(make(n).utf8)
+}
+let worstCases: [(String, [UInt8])] = [
+    ("wide entry", nearLimit { n in #"{"applinks":{"details":[{"appIDs":["ABCDE12345.com.a"],"components":[{"/":"/x"}],"# + (0..<n).map { #""appIdz\#($0)":1"# }.joined(separator: ",") + "}]}}" }),
+    ("repeated key", nearLimit { n in #"{"webcredentials":{"apps":["ABCDE12345.com.a"]},"pad":{"# + String(repeating: #""x":1,"#, count: n) + #""x":1}}"# }),
+    ("malformed app IDs", nearLimit { n in #"{"webcredentials":{"apps":["# + (0..<n).map { #""app\#($0)""# }.joined(separator: ",") + "]}}" }),
+    ("tiny rules", nearLimit { n in #"{"applinks":{"details":[{"appIDs":["ABCDE12345.com.a"],"components":["# + (0..<n).map { #"{"/":"/\#($0)#x?"}"# }.joined(separator: ",") + "]}]}}" }),
+]
+var worstValidation: [(String, Int, Double)] = []
+for (name, bytes) in worstCases {
+    var times: [Double] = []
+    for _ in 0..<5 {
+        let elapsed = clock.measure { sink &+= AASAFile.read(bytes).diagnostics.count }
+        times.append(seconds(elapsed))
+    }
+    worstValidation.append((name, bytes.count, times.max()! * 1000))
+}
+let worstMs = worstValidation.map(\.2).max()!
+
 let decisions = median(decisionRates)
 let endToEnd = median(endToEndRates)
 let compileMs = median(compileTimes) * 1000
@@ -117,7 +147,8 @@ matcher benchmark (release, one core)
   decisions/s, Apple overview example, \(urls.count) mixed URLs, pre-parsed:  \(Int(decisions))  (min \(Int(decisionRates.min()!)), max \(Int(decisionRates.max()!)))
   decisions/s including URL parsing:                               \(Int(endToEnd))  (min \(Int(endToEndRates.min()!)), max \(Int(endToEndRates.max()!)))
   read + validate + compile \(large.count) bytes (\(ruleCount) rules):          \(String(format: "%.2f", compileMs)) ms  (min \(String(format: "%.2f", compileTimes.min()! * 1000)), max \(String(format: "%.2f", compileTimes.max()! * 1000)))
+  worst-case validation (slowest of 5 runs each): \(worstValidation.map { "\($0.0) \($0.1) bytes \(String(format: "%.2f", $0.2)) ms" }.joined(separator: "; "))
   (checksum \(sink % 997))
 
 """.utf8))
-print(#"{"decisionsPerSecond":\#(Int(decisions)),"decisionsPerSecondWithURLParsing":\#(Int(endToEnd)),"compileMilliseconds":\#(String(format: "%.3f", compileMs)),"compileBytes":\#(large.count),"compileRules":\#(ruleCount),"rounds":\#(rounds)}"#)
+print(#"{"decisionsPerSecond":\#(Int(decisions)),"decisionsPerSecondWithURLParsing":\#(Int(endToEnd)),"compileMilliseconds":\#(String(format: "%.3f", compileMs)),"compileBytes":\#(large.count),"compileRules":\#(ruleCount),"worstValidationMilliseconds":\#(String(format: "%.3f", worstMs)),"rounds":\#(rounds)}"#)
