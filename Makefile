@@ -1,5 +1,8 @@
 # aasa-edge — the two commands a newcomer needs are `make run` and `make test`.
 SWIFT ?= swift
+# bash with pipefail: `make test` tees each part's output and still fails when the part fails.
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SYSTEM_PACKAGES := libcurl4-openssl-dev libsqlite3-dev
 # The HTTPS test origin (Tests/TestOrigin/test-origin.py) needs python3 with `cryptography`.
@@ -41,14 +44,21 @@ release: deps
 
 # Every test: unit tests of each module, the conformance corpus (when ../shared is beside the
 # project), the fetcher against a real HTTPS origin on loopback, and end-to-end tests of the binary.
+# Each part's output is also kept in .build/test-logs/, and a summary of all parts ends the run.
+LOGS := .build/test-logs
 test: test-deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
-	@if [ -f $(SHARED)/cases.json ]; then $(MAKE) --no-print-directory conformance; \
-	else echo "conformance: $(SHARED) not found, skipped"; fi
-	@$(MAKE) --no-print-directory deploy-check
-	@$(MAKE) --no-print-directory admin-api-check
-	@$(MAKE) --no-print-directory reliability-quick
+	@mkdir -p $(LOGS)
+	$(SWIFT) test --skip-build 2>&1 | tee $(LOGS)/swift-test.log
+	@if [ -f $(SHARED)/cases.json ]; then $(MAKE) --no-print-directory conformance 2>&1 | tee $(LOGS)/conformance.log; \
+	else echo "conformance: $(SHARED) not found, skipped" | tee $(LOGS)/conformance.log; fi
+	@$(MAKE) --no-print-directory deploy-check 2>&1 | tee $(LOGS)/deploy-check.log
+	@$(MAKE) --no-print-directory admin-api-check 2>&1 | tee $(LOGS)/admin-api-check.log
+	@$(MAKE) --no-print-directory reliability-quick 2>&1 | tee $(LOGS)/reliability-quick.log
+	@echo; echo "== make test: every part passed =="
+	@grep -h -E "Test run with [0-9]+ tests? .*passed" $(LOGS)/swift-test.log | tail -1 | sed 's/^/  swift test: /'
+	@tail -n 1 $(LOGS)/conformance.log | sed 's/^/  /'
+	@grep -h -E "^(deploy-check|admin-api-check|crash|soak|fuzz [a-z-]+): " $(LOGS)/deploy-check.log $(LOGS)/admin-api-check.log $(LOGS)/reliability-quick.log | tail -n 8 | sed 's/^/  /'
 
 # The short reliability runs (part of make test): 3 kill -9 rounds, a 15 s soak, 200k fuzz runs.
 # The fault matrix, hostile-HTTP and SSRF suites are Swift tests (Tests/EdgeTests).
