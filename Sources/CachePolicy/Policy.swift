@@ -50,8 +50,10 @@ public enum RequestDecision: Sendable, Equatable {
 public enum FetchEnd: Sendable, Equatable {
     /// New bytes were stored.
     case updated
-    /// The origin confirmed the copy (same bytes, or 304).
+    /// The origin sent the same bytes again (a 200).
     case confirmed
+    /// The origin answered 304 to a conditional request: the copy asked about is current.
+    case notModified
     case failed
     /// The fetch never reached the origin: the edge itself ran short (file descriptors, memory,
     /// no origin-fetch slot in time). Nothing is recorded about the origin.
@@ -87,7 +89,7 @@ public enum Policy {
                                configuration c: CacheConfiguration) -> CacheOutcome {
         switch end {
         case .updated: return .miss
-        case .confirmed: return state.hasCopy ? .revalidated : .miss
+        case .confirmed, .notModified: return state.hasCopy ? .revalidated : .miss
         case .failed:
             if state.hasCopy, let confirmed = state.copyConfirmedAt, now - confirmed < c.ttl + c.staleIfError {
                 return .hitStale

@@ -82,14 +82,15 @@ public struct FailureInfo: Sendable, Equatable {
     }
 }
 
+/// A host in memory: its state machine and the payloads its actions serve.
 struct HostEntry: Sendable {
     var snapshot: MemorySnapshot?
-    var state: CacheState
+    var cache: HostCache
     var failure: FailureInfo?
     /// The version stored as current even when no copy is served (hard purge).
     var storedVersion: Int?
-    /// When this edge last purged the host (wall clock): a revalidation begun before it does not undo it.
-    var purgedAt: Double? = nil
+
+    static let unknown = HostEntry(snapshot: nil, cache: HostCache(), failure: nil, storedVersion: nil)
 }
 
 /// What of the edge's own can run short and turn a request into a `503`.
@@ -163,8 +164,6 @@ public final class Edge: Sendable {
     let ledger: ServedLedger
     public let metrics: EdgeMetrics
     private let inflight = Locked<[String: Task<AppliedFetch, Never>]>([:])
-    /// Hosts with a background refresh queued or running: at most one each.
-    private let refreshing = Locked<Set<String>>([])
     private let limiter: AsyncLimiter
     /// `--origin-concurrency` slots for fetches that clients wait for.
     private let originSlots: SlotLimiter
@@ -256,35 +255,49 @@ public final class Edge: Sendable {
         let key = host.description
         guard let entry = entries.withLock({ $0.get(key) }) else { return nil }
         let now = clock.now()
-        switch Policy.decide(entry.state, now: now, configuration: cache) {
-        case .serveCopy(let outcome, let refresh):
-            guard !refresh, let reply = copyReply(entry, outcome: outcome, now: now), case .copy(let snapshot, _, _, _) = reply else { return nil }
+        switch entry.cache.answerFromMemory(now: now, configuration: cache) {
+        case .serveCopy(let outcome)?:
+            guard let reply = copyReply(entry, outcome: outcome, now: now), case .copy(let snapshot, _, _, _) = reply else { return nil }
             ledger.record(host: key, version: snapshot.version, at: now, client: client)
             return reply
-        case .serveFailure:
-            return entry.failure.map { failureReply($0, outcome: .failureHit, now: now) }
-        case .fetch:
+        case .serveFailure(let outcome)?:
+            return entry.failure.map { failureReply($0, outcome: outcome, now: now) }
+        default:
             return nil
         }
     }
 
+    /// The request event through the host's state machine, then its actions carried out.
     private func answer(_ host: OriginHost) async -> EdgeReply {
-        let entry = self.entry(host)
+        let key = host.description
+        let loaded = self.entry(host)
         let now = clock.now()
-        switch Policy.decide(entry.state, now: now, configuration: cache) {
-        case .serveCopy(let outcome, let refresh):
-            if refresh { refreshInBackground(host) }
-            if let reply = copyReply(entry, outcome: outcome, now: now) { return reply }
-        case .serveFailure:
-            if let failure = entry.failure { return failureReply(failure, outcome: .failureHit, now: now) }
-        case .fetch:
-            break
+        let (entry, actions) = entries.withLock { memory -> (HostEntry, [HostCache.Action]) in
+            var entry = memory.get(key) ?? loaded
+            let actions = entry.cache.handle(.request(now: now), configuration: cache)
+            memory.set(key, entry)
+            return (entry, actions)
         }
+        var reply: EdgeReply?
+        var waiting = HostCache.Waiting(before: entry.cache.state)
+        var mustFetch = false
+        for action in actions {
+            switch action {
+            case .serveCopy(let outcome): reply = copyReply(entry, outcome: outcome, now: now)
+            case .serveFailure(let outcome): reply = entry.failure.map { failureReply($0, outcome: outcome, now: now) }
+            case .refreshInBackground: refreshInBackground(host)
+            case .fetch(let w):
+                waiting = w
+                mustFetch = true
+            case .forgetCopy: break
+            }
+        }
+        if let reply, !mustFetch { return reply }
         let (applied, collapsed) = await sharedFetch(host, trigger: "request")
         let current = self.entry(host)
         let after = current.snapshot == nil ? applied.entry ?? current : current
         let finished = clock.now()
-        let outcome = Policy.outcome(after: applied.end, before: entry.state, now: finished, configuration: cache)
+        let outcome = HostCache.answer(waiting, after: applied.end, now: finished, configuration: cache)
         if outcome == .unavailable, let (shortage, detail) = applied.shortage {
             metrics.shortage(shortage)
             return .unavailable(shortage, detail: detail, retryAfter: shortage == .originSlots ? 1 : 5)
@@ -299,7 +312,7 @@ public final class Edge: Sendable {
 
     private func copyReply(_ entry: HostEntry, outcome: CacheOutcome, now: Double, collapsed: Bool = false,
                            originStatus: Int? = nil) -> EdgeReply? {
-        guard let snapshot = entry.snapshot, let confirmed = entry.state.copyConfirmedAt else { return nil }
+        guard let snapshot = entry.snapshot, let confirmed = entry.cache.state.copyConfirmedAt else { return nil }
         let ttl = Policy.ttlRemaining(confirmedAt: confirmed, now: now, configuration: cache)
         let status = outcome.cacheStatus(ttl: ttl, originStatus: originStatus, collapsed: collapsed) ?? ""
         return .copy(snapshot, age: Policy.age(since: confirmed, now: now), outcome: outcome, cacheStatus: status)
@@ -319,7 +332,7 @@ public final class Edge: Sendable {
     func entry(_ host: OriginHost) -> HostEntry {
         let key = host.description
         if let entry = entries.withLock({ $0.get(key) }) { return entry }
-        var loaded = HostEntry(snapshot: nil, state: CacheState(), failure: nil, storedVersion: nil)
+        var loaded = HostEntry.unknown
         do {
             if let (stored, snapshot) = try store.host(key) {
                 loaded = Self.entry(stored, snapshot)
@@ -347,7 +360,8 @@ public final class Edge: Sendable {
         // views build entries without bodies.
         let hasCopy = purge != .hard && stored.currentVersion != nil
         return HostEntry(snapshot: memory,
-                         state: CacheState(copyConfirmedAt: hasCopy ? stored.confirmedAt : nil, failedAt: failure?.at, purge: purge),
+                         cache: HostCache(state: CacheState(copyConfirmedAt: hasCopy ? stored.confirmedAt : nil, failedAt: failure?.at, purge: purge),
+                                          purgedAt: stored.purgedAt),
                          failure: failure, storedVersion: stored.currentVersion)
     }
 
@@ -374,14 +388,13 @@ public final class Edge: Sendable {
         return (applied, !leader)
     }
 
-    /// Queues one background refetch for `host` unless one is already queued or running: a
-    /// request flood during a refresh (or while the refetch queue is full) adds none.
+    /// The one background refetch the state machine asked for (it asks again only after
+    /// `.refreshFinished`), behind `--refetch-concurrency`.
     private func refreshInBackground(_ host: OriginHost) {
         let key = host.description
-        guard refreshing.withLock({ $0.insert(key).inserted }) else { return }
         Task {
             _ = await limiter.run { await self.sharedFetch(host, trigger: "background") }
-            refreshing.withLock { _ = $0.remove(key) }
+            entries.withLock { memory in _ = memory.modify(key) { _ = $0.cache.handle(.refreshFinished, configuration: self.cache) } }
         }
     }
 
@@ -431,8 +444,16 @@ public final class Edge: Sendable {
             let snapshot = MemorySnapshot(version: version, body: result.body, sha256: result.sha256 ?? "", originETag: result.etag,
                                           originLastModified: result.lastModified, appIDs: appIDs, diagnostics: diagnostics)
             let change = recorded?.change.rawValue ?? (sameBytes ? "unchanged" : "updated")
-            let entry = HostEntry(snapshot: snapshot, state: CacheState(copyConfirmedAt: now), failure: nil, storedVersion: version)
-            entries.withLock { $0.set(key, entry) }
+            let entry = entries.withLock { memory -> HostEntry in
+                var entry = memory.get(key) ?? before
+                entry.snapshot = snapshot
+                entry.failure = nil
+                entry.storedVersion = version
+                _ = entry.cache.handle(.fetchFinished(change == "updated" ? .updated : .confirmed, startedAt: startedWall, now: now),
+                                       configuration: cache)
+                memory.set(key, entry)
+                return entry
+            }
             applied = AppliedFetch(end: change == "updated" ? .updated : .confirmed, change: change, version: version,
                                    previousVersion: previous, failure: nil, durationMs: durationMs, originStatus: result.status,
                                    entry: entry)
@@ -441,20 +462,19 @@ public final class Edge: Sendable {
                 logger.error("store write failed", metadata: ["host": "\(key)", "error": "\(error)"])
                 metrics.storeWriteError()
             }
+            // Waiters of this fetch are answered from the copy it confirmed, even when a hard
+            // purge has dropped it from memory meanwhile.
             var confirmed = before
-            confirmed.state = CacheState(copyConfirmedAt: now)
+            _ = confirmed.cache.handle(.fetchFinished(.notModified, startedAt: startedWall, now: now), configuration: cache)
             confirmed.failure = nil
-            entries.withLock { cache in
-                // A purge during the fetch stands: the 304 answers a question asked before it
-                // (after a hard purge there is no copy to confirm; a soft one still wants a refresh).
-                guard var entry = cache.get(key) ?? Optional(before), entry.snapshot != nil else { return }
-                let purgedSince = entry.purgedAt.map { $0 >= startedWall } ?? false
-                entry.state = CacheState(copyConfirmedAt: now, purge: purgedSince ? entry.state.purge : .none)
-                entry.failure = nil
-                cache.set(key, entry)
+            entries.withLock { memory in
+                var entry = memory.get(key) ?? before
+                _ = entry.cache.handle(.fetchFinished(.notModified, startedAt: startedWall, now: now), configuration: cache)
+                if entry.cache.state.failedAt == nil { entry.failure = nil }
+                memory.set(key, entry)
             }
             let version = before.snapshot?.version
-            applied = AppliedFetch(end: .confirmed, change: "unchanged", version: version, previousVersion: version,
+            applied = AppliedFetch(end: .notModified, change: "unchanged", version: version, previousVersion: version,
                                    failure: nil, durationMs: durationMs, originStatus: result.status, entry: confirmed)
         case .local(let problem):
             // The edge's own trouble: nothing about the origin is recorded, cached or logged as its failure.
@@ -468,11 +488,11 @@ public final class Edge: Sendable {
                 logger.error("store write failed", metadata: ["host": "\(key)", "error": "\(error)"])
                 metrics.storeWriteError()
             }
-            entries.withLock { cache in
-                var entry = cache.get(key) ?? before
-                entry.state.failedAt = now
+            entries.withLock { memory in
+                var entry = memory.get(key) ?? before
+                _ = entry.cache.handle(.fetchFinished(.failed, startedAt: startedWall, now: now), configuration: cache)
                 entry.failure = failure
-                cache.set(key, entry)
+                memory.set(key, entry)
             }
             let version = before.snapshot?.version
             applied = AppliedFetch(end: .failed, change: "failed", version: version, previousVersion: version,
@@ -517,18 +537,14 @@ public final class Edge: Sendable {
             known = entries.withLock { $0.entries[key]?.snapshot != nil || $0.entries[key]?.storedVersion != nil }
         }
         guard known else { return nil }
-        entries.withLock { cache in
-            guard var entry = cache.get(key) else { return }
-            // A soft purge does not undo a hard one.
-            entry.state.purge = soft && entry.state.purge != .hard ? .soft : .hard
-            entry.purgedAt = clock.now()
-            if !soft {
-                entry.snapshot = nil
-                entry.state.copyConfirmedAt = nil
-                entry.state.failedAt = nil
-                entry.failure = nil
+        let now = clock.now()
+        entries.withLock { memory in
+            _ = memory.modify(key) { entry in
+                if entry.cache.handle(.purge(soft: soft, now: now), configuration: cache).contains(.forgetCopy) {
+                    entry.snapshot = nil
+                    entry.failure = nil
+                }
             }
-            cache.set(key, entry)
         }
         logger.notice("purge", metadata: ["host": "\(key)", "mode": "\(soft ? "soft" : "hard")"])
         metrics.purge(soft: soft)
@@ -600,7 +616,7 @@ public final class Edge: Sendable {
             start = low
         }
         let now = clock.now()
-        let empty = HostEntry(snapshot: nil, state: CacheState(), failure: nil, storedVersion: nil)
+        let empty = HostEntry.unknown
         var page: [DomainStatus] = []
         for name in names[start...] {
             if let query, !query.isEmpty, !name.contains(query) { continue }
@@ -627,8 +643,8 @@ public final class Edge: Sendable {
     }
 
     private func status(_ name: String, _ entry: HostEntry, now: Double) -> DomainStatus {
-        let confirmed = entry.state.copyConfirmedAt
-        return DomainStatus(domain: name, state: Policy.adminState(entry.state, now: now, configuration: cache),
+        let confirmed = entry.cache.state.copyConfirmedAt
+        return DomainStatus(domain: name, state: entry.cache.adminState(now: now, configuration: cache),
                             version: entry.snapshot?.version ?? entry.storedVersion, fetchedAt: confirmed,
                             expiresAt: confirmed.map { $0 + cache.ttl }, lastFailure: entry.failure,
                             appIDs: entry.snapshot?.appIDs, diagnostics: entry.snapshot?.diagnostics)

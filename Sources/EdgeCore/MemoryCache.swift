@@ -21,6 +21,14 @@ struct MemoryCache {
         return entry
     }
 
+    /// Changes the entry in place (its cost recomputed); nil when it is not in memory.
+    mutating func modify<T>(_ key: String, _ body: (inout HostEntry) -> T) -> T? {
+        guard var entry = get(key) else { return nil }
+        let result = body(&entry)
+        set(key, entry)
+        return result
+    }
+
     mutating func set(_ key: String, _ entry: HostEntry) {
         if let old = entries[key] { bytes -= Self.cost(key, old) }
         bytes += Self.cost(key, entry)

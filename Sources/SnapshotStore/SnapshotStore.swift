@@ -39,6 +39,8 @@ public struct StoredHost: Sendable, Equatable {
     public let purge: String
     /// App IDs of the current snapshot.
     public let appIDs: [String]
+    /// When the last purge was asked for.
+    public var purgedAt: Double? = nil
 }
 
 /// What a fetch did to the store.
@@ -296,7 +298,7 @@ public final class SnapshotStore: Sendable {
             failure = StoredFailure(reason: reason, details: row["failureDetails"] ?? "{}", at: at)
         }
         return StoredHost(name: row["name"], currentVersion: row["currentVersion"], confirmedAt: row["confirmedAt"],
-                          failure: failure, purge: row["purge"], appIDs: appIDs)
+                          failure: failure, purge: row["purge"], appIDs: appIDs, purgedAt: row["purgedAt"])
     }
 
     private static func snapshot(_ row: Row) -> StoredSnapshot {

@@ -6,7 +6,7 @@ import Testing
     func entry(bytes: Int) -> HostEntry {
         let snapshot = MemorySnapshot(version: 1, body: [UInt8](repeating: 0x20, count: bytes), sha256: String(repeating: "a", count: 64),
                                       originETag: nil, originLastModified: nil, appIDs: [], diagnostics: "[]")
-        return HostEntry(snapshot: snapshot, state: CacheState(copyConfirmedAt: 1), failure: nil, storedVersion: 1)
+        return HostEntry(snapshot: snapshot, cache: HostCache(state: CacheState(copyConfirmedAt: 1)), failure: nil, storedVersion: 1)
     }
 
     @Test func leastRecentlyUsedHostsLeaveFirst() {
@@ -37,7 +37,7 @@ import Testing
         let small = MemoryCache.cost("a.test", entry(bytes: 0))
         #expect(MemoryCache.cost("a.test", entry(bytes: 2048)) == small + 2048)
         #expect(small > 64 + 2)  // the SHA-256 and the diagnostics at least
-        let none = HostEntry(snapshot: nil, state: CacheState(), failure: nil, storedVersion: nil)
+        let none = HostEntry(snapshot: nil, cache: HostCache(state: CacheState()), failure: nil, storedVersion: nil)
         #expect(MemoryCache.cost("a.test", none) > 0)
     }
 
@@ -47,7 +47,7 @@ import Testing
         var cache = MemoryCache(budget: 100_000)
         let failure = FailureInfo(reason: "SWCERR00301 Timeout", details: #"{"cause":"dns"}"#, at: 1, originStatus: nil)
         for i in 0..<20_000 {
-            cache.set("h\(i).test", HostEntry(snapshot: nil, state: CacheState(), failure: i.isMultiple(of: 2) ? failure : nil, storedVersion: nil))
+            cache.set("h\(i).test", HostEntry(snapshot: nil, cache: HostCache(state: CacheState()), failure: i.isMultiple(of: 2) ? failure : nil, storedVersion: nil))
         }
         #expect(cache.bytes <= 100_000)
         #expect(cache.entries.count < 250)
