@@ -63,15 +63,17 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .testTarget(name: "AASAEngineTests", dependencies: ["AASAEngine"]),
+        // Helpers every test target may share (a seeded generator for property tests).
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "AASAEngineTests", dependencies: ["AASAEngine", "TestSupport"]),
         // The real HTTPS test origin, shared by the fetcher tests and every edge test.
         .target(name: "TestOrigin", dependencies: ["AASAEngine"], path: "Tests/TestOrigin", exclude: ["test-origin.py"]),
         .testTarget(name: "OriginFetcherTests", dependencies: ["OriginFetcher", "AASAEngine", "TestOrigin"]),
-        .testTarget(name: "CachePolicyTests", dependencies: ["CachePolicy"]),
+        .testTarget(name: "CachePolicyTests", dependencies: ["CachePolicy", "TestSupport"]),
         .testTarget(name: "SnapshotStoreTests", dependencies: ["SnapshotStore"]),
         .testTarget(name: "EdgeCoreTests", dependencies: ["AASAEngine", "EdgeCore", "CachePolicy", "SnapshotStore", "TestOrigin"]),
         .testTarget(name: "EdgeHTTPTests", dependencies: ["EdgeHTTP"]),
-        .testTarget(name: "EdgeTests", dependencies: ["AASAEngine", "OriginFetcher", "SnapshotStore", "TestOrigin"]),
+        .testTarget(name: "EdgeTests", dependencies: ["AASAEngine", "OriginFetcher", "SnapshotStore", "TestOrigin", "TestSupport"]),
         .testTarget(name: "AASAEdgeCLITests", dependencies: ["AASAEngine", "TestOrigin"]),
     ]
 )

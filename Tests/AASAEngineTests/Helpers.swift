@@ -1,3 +1,4 @@
+@_exported import TestSupport
 @testable import AASAEngine
 
 let app = "ABCDE12345.com.example.app"
@@ -31,15 +32,3 @@ func decide(component: JSONValue, _ url: String) -> Decision {
 
 func codes(_ file: AASAFile) -> [String] { file.diagnostics.map(\.code.rawValue) }
 
-/// A small deterministic generator for property tests (SplitMix64).
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

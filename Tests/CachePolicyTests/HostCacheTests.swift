@@ -1,21 +1,11 @@
 import Testing
+import TestSupport
 @testable import CachePolicy
 
 /// The host state machine against a small reference model written from the contract's outcome
 /// table and purge rules, over seeded random event sequences — with "restarts" that rebuild the
 /// machine from what a store keeps (copy time, failure time, purge state, purge time).
 @Suite struct HostCacheTests {
-    struct Seeded: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     static let c = CacheConfiguration(ttl: 100, failureTTL: 30, staleIfError: 500)
 
     /// The contract, written plainly.
@@ -78,7 +68,7 @@ import Testing
 
     @Test(arguments: Array(UInt64(1)...UInt64(40)))
     func randomEventsMatchTheReference(seed: UInt64) {
-        var rng = Seeded(state: seed)
+        var rng = SeededGenerator(seed: seed)
         var machine = HostCache()
         var model = Reference()
         var now = 1_000.0

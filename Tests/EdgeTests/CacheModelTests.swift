@@ -2,6 +2,7 @@ import AASAEngine
 import Foundation
 import TestOrigin
 import Testing
+import TestSupport
 
 /// Random interleavings of requests, origin changes and failures, 304s, hard and soft purges,
 /// refetches, releases, purges landing while a revalidation is in flight, and restarts, run
@@ -12,18 +13,6 @@ import Testing
 /// The edge runs with `--ttl 0` and `--failure-ttl 0`, so every request asks the origin (a
 /// conditional request when a copy is held) and timing never decides an outcome.
 @Suite(.serialized) struct CacheModelTests {
-    /// SplitMix64: a seeded generator of our own, so a failing seed replays exactly.
-    struct Seeded: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// The contract, reduced to one host.
     struct Model {
         enum Purge: String { case none, soft, hard }
@@ -98,7 +87,7 @@ import Testing
         let host = "model\(seed).lab.test"
         let etag = { (g: Int) in "\"g\(g)\"" }
         var model = Model()
-        var rng = Seeded(state: seed)
+        var rng = SeededGenerator(seed: seed)
         func setOrigin(delay: Double = 0) throws {
             if let g = model.origin {
                 try origin.set(host, ["status": 200, "body": .string(Self.body(g)), "etag": .string(etag(g)), "delay": .number(JSONNumber(String(delay)))])
