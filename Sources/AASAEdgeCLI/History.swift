@@ -42,7 +42,7 @@ enum StoreReader {
     }
 }
 
-struct History: ParsableCommand {
+struct History: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show a host's stored versions and origin fetch log, from the store (no server needed).",
         discussion: "Exit status: 0; 1 when the store has no such host; 3 when the store cannot be opened."
@@ -60,14 +60,14 @@ struct History: ParsableCommand {
     @Flag(help: "Print {\"domain\",\"snapshots\":[…],\"fetches\":[…]} (the admin API's shapes) on stdout.")
     var json = false
 
-    func run() throws {
+    func run() async throws {
         let name = try StoreReader.host(host)
         let store = try StoreReader.open(db)
         let snapshots: JSONValue
         let fetches: JSONValue
         do {
-            snapshots = try HistoryViews.snapshots(store, host: name)
-            fetches = try HistoryViews.fetches(store, host: name, limit: max(1, limit))
+            snapshots = try await HistoryViews.snapshots(store, host: name)
+            fetches = try await HistoryViews.fetches(store, host: name, limit: max(1, limit))
         } catch {
             throw StoreReader.failure(error)
         }
@@ -102,7 +102,7 @@ struct History: ParsableCommand {
     }
 }
 
-struct DiffVersions: ParsableCommand {
+struct DiffVersions: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "diff-versions",
         abstract: "Semantic diff of two stored versions of a host, from the store (no server needed).",
@@ -127,12 +127,12 @@ struct DiffVersions: ParsableCommand {
     @Flag(name: .customLong("exit-code"), help: "Exit 1 when the versions differ.")
     var exitCode = false
 
-    func run() throws {
+    func run() async throws {
         let name = try StoreReader.host(host)
         let store = try StoreReader.open(db)
         let diff: AASADiff
         do {
-            diff = try HistoryViews.diff(store, host: name, from: from, to: to)
+            diff = try await HistoryViews.diff(store, host: name, from: from, to: to)
         } catch {
             throw StoreReader.failure(error)
         }

@@ -156,8 +156,10 @@ struct AppliedFetch: Sendable {
 /// Decisions come from `CachePolicy`; this type only carries them out.
 public final class Edge: Sendable {
     public let configuration: EdgeConfiguration
-    let store: SnapshotStore
-    let fetcher: OriginFetcher
+    /// The durable copy (SQLite, or a fake in tests); the only way the edge reaches storage.
+    public let store: any SnapshotStoring
+    /// The only way the edge reaches an origin.
+    let fetcher: any OriginFetching
     let clock: any WallClock
     let logger: Logger
     private let entries: Locked<MemoryCache>
@@ -168,7 +170,7 @@ public final class Edge: Sendable {
     /// `--origin-concurrency` slots for fetches that clients wait for.
     private let originSlots: SlotLimiter
 
-    public init(configuration: EdgeConfiguration, store: SnapshotStore, fetcher: OriginFetcher,
+    public init(configuration: EdgeConfiguration, store: any SnapshotStoring, fetcher: any OriginFetching,
                 clock: any WallClock = SystemClock(), logger: Logger, metrics: EdgeMetrics = EdgeMetrics()) {
         self.metrics = metrics
         self.configuration = configuration
@@ -203,29 +205,29 @@ public final class Edge: Sendable {
     }()
 
     /// The propagation ledger of a host (admin API shape); nil when the host is unknown.
-    public func propagation(_ host: OriginHost) throws -> JSONValue? {
-        try propagationVersions(host).map { Propagation.json(domain: host.description, $0) }
+    public func propagation(_ host: OriginHost) async throws -> JSONValue? {
+        try await propagationVersions(host).map { Propagation.json(domain: host.description, $0) }
     }
 
     /// The propagation ledger of a host, newest version first (nil for an unknown host).
-    public func propagationVersions(_ host: OriginHost) throws -> [VersionPropagation]? {
-        ledger.flush()
+    public func propagationVersions(_ host: OriginHost) async throws -> [VersionPropagation]? {
+        await ledger.flush()
         let key = host.description
-        guard try store.host(key) != nil else { return nil }
-        return Propagation.versions(fetches: try store.fetches(host: key, limit: 100_000), served: try store.served(host: key),
-                                    others: try store.servedOthers(host: key))
+        guard try await store.host(key) != nil else { return nil }
+        return Propagation.versions(fetches: try await store.fetches(host: key, limit: 100_000), served: try await store.served(host: key),
+                                    others: try await store.servedOthers(host: key))
     }
 
     /// The store accepts a write now (`/readyz`); the error says why not.
-    public func checkReady() throws {
-        try store.checkWritable(at: clock.now())
+    public func checkReady() async throws {
+        try await store.checkWritable(at: clock.now())
     }
 
     /// Brings the gauges up to date (before a scrape).
-    public func updateGauges() {
+    public func updateGauges() async {
         let (hosts, bytes) = entries.withLock { ($0.entries.count, $0.bytes) }
         metrics.memory(entries: bytes)
-        let versions = (try? store.versionCount()) ?? 0
+        let versions = (try? await store.versionCount()) ?? 0
         metrics.gauges(hosts: hosts, versions: versions)
     }
 
@@ -270,7 +272,7 @@ public final class Edge: Sendable {
     /// The request event through the host's state machine, then its actions carried out.
     private func answer(_ host: OriginHost) async -> EdgeReply {
         let key = host.description
-        let loaded = self.entry(host)
+        let loaded = await self.entry(host)
         let now = clock.now()
         let (entry, actions) = entries.withLock { memory -> (HostEntry, [HostCache.Action]) in
             var entry = memory.get(key) ?? loaded
@@ -294,7 +296,7 @@ public final class Edge: Sendable {
         }
         if let reply, !mustFetch { return reply }
         let (applied, collapsed) = await sharedFetch(host, trigger: "request")
-        let current = self.entry(host)
+        let current = await self.entry(host)
         let after = current.snapshot == nil ? applied.entry ?? current : current
         let finished = clock.now()
         let outcome = HostCache.answer(waiting, after: applied.end, now: finished, configuration: cache)
@@ -329,12 +331,12 @@ public final class Edge: Sendable {
     // MARK: state
 
     /// The host's entry: from memory, else from the store (first request after a restart).
-    func entry(_ host: OriginHost) -> HostEntry {
+    func entry(_ host: OriginHost) async -> HostEntry {
         let key = host.description
         if let entry = entries.withLock({ $0.get(key) }) { return entry }
         var loaded = HostEntry.unknown
         do {
-            if let (stored, snapshot) = try store.host(key) {
+            if let (stored, snapshot) = try await store.host(key) {
                 loaded = Self.entry(stored, snapshot)
             }
         } catch {
@@ -399,7 +401,7 @@ public final class Edge: Sendable {
     }
 
     private func fetchAndApply(_ host: OriginHost, trigger: String) async -> AppliedFetch {
-        let before = entry(host)
+        let before = await entry(host)
         let validators = before.snapshot.map { Validators(etag: $0.originETag, lastModified: $0.originLastModified) }
         let started = ContinuousClock.now
         let startedWall = clock.now()
@@ -407,7 +409,7 @@ public final class Edge: Sendable {
         // have `--refetch-concurrency` of their own.
         let needsSlot = trigger == "request"
         if needsSlot {
-            guard await originSlots.acquire(timeout: fetcher.configuration.timeout) else {
+            guard await originSlots.acquire(timeout: fetcher.timeout) else {
                 let detail = "\(configuration.originConcurrency) origin fetches are in flight (--origin-concurrency); none ended within --origin-timeout"
                 logger.warning("no origin-fetch slot; answered 503", metadata: ["host": "\(host.description)", "limit": "\(configuration.originConcurrency)"])
                 return AppliedFetch(end: .unavailable, change: "unavailable", version: before.snapshot?.version, previousVersion: nil,
@@ -430,7 +432,7 @@ public final class Edge: Sendable {
             let appIDs = file.document?.allAppIDs ?? []
             var recorded: RecordedFetch?
             do {
-                recorded = try store.recordSuccess(host: key, body: result.body, sha256: result.sha256 ?? "", etag: result.etag,
+                recorded = try await store.recordSuccess(host: key, body: result.body, sha256: result.sha256 ?? "", etag: result.etag,
                                                    lastModified: result.lastModified, contentType: result.contentType,
                                                    cacheControl: result.cacheControl, valid: file.isValid, diagnostics: diagnostics,
                                                    appIDs: appIDs, fetch: record)
@@ -458,7 +460,7 @@ public final class Edge: Sendable {
                                    previousVersion: previous, failure: nil, durationMs: durationMs, originStatus: result.status,
                                    entry: entry)
         case .notModified:
-            do { _ = try store.recordNotModified(host: key, fetch: record, startedAt: startedWall) } catch {
+            do { _ = try await store.recordNotModified(host: key, fetch: record, startedAt: startedWall) } catch {
                 logger.error("store write failed", metadata: ["host": "\(key)", "error": "\(error)"])
                 metrics.storeWriteError()
             }
@@ -484,7 +486,7 @@ public final class Edge: Sendable {
                                 shortage: (LocalShortage(problem.resource), "this edge is \(problem); try again shortly"), entry: nil)
         case .failed(let originFailure):
             let failure = FailureInfo(reason: originFailure.reason, details: originFailure.detailsJSON, at: now, originStatus: result.status)
-            do { _ = try store.recordFailure(host: key, reason: failure.reason, details: failure.details, fetch: record) } catch {
+            do { _ = try await store.recordFailure(host: key, reason: failure.reason, details: failure.details, fetch: record) } catch {
                 logger.error("store write failed", metadata: ["host": "\(key)", "error": "\(error)"])
                 metrics.storeWriteError()
             }
@@ -525,12 +527,12 @@ public final class Edge: Sendable {
     }
 
     /// Purges a host; nil when the edge has never seen it.
-    public func purge(_ host: OriginHost, soft: Bool) -> Bool? {
+    public func purge(_ host: OriginHost, soft: Bool) async -> Bool? {
         let key = host.description
-        _ = entry(host)
+        _ = await entry(host)
         let known: Bool
         do {
-            known = try store.purge(host: key, hard: !soft, at: clock.now())
+            known = try await store.purge(host: key, hard: !soft, at: clock.now())
         } catch {
             logger.error("store write failed", metadata: ["host": "\(key)", "error": "\(error)"])
             metrics.storeWriteError()
@@ -560,7 +562,7 @@ public final class Edge: Sendable {
         var skipped: [String] = []
         var seen = Set<String>()
         if !wanted.isEmpty {
-            let stored = (try? store.hosts()) ?? []
+            let stored = (try? await store.hosts()) ?? []
             let memory = entries.withLock { $0.entries }
             for host in stored {
                 let ids = memory[host.name]?.snapshot?.appIDs ?? host.appIDs
@@ -589,16 +591,16 @@ public final class Edge: Sendable {
     }
 
     /// The admin view of every host the edge knows, sorted by name.
-    public func domains() -> [DomainStatus] {
-        domainPage(limit: .max).domains
+    public func domains() async -> [DomainStatus] {
+        await domainPage(limit: .max).domains
     }
 
     /// One page of the admin list: hosts after `after` (by name), with the admin `state` given
     /// and whose name contains `query`, at most `limit`; `next` is the name to continue after
     /// when more match. Sorting once makes a page cost n log n in the number of hosts.
-    public func domainPage(limit: Int, after: String? = nil, state: String? = nil, query: String? = nil)
+    public func domainPage(limit: Int, after: String? = nil, state: String? = nil, query: String? = nil) async
         -> (domains: [DomainStatus], next: String?) {
-        let stored = (try? store.hosts()) ?? []
+        let stored = (try? await store.hosts()) ?? []
         let byName = Dictionary(stored.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         let memory = entries.withLock { $0.entries }
         var names = stored.map(\.name)
@@ -630,12 +632,12 @@ public final class Edge: Sendable {
     }
 
     /// The admin view of one host, with its snapshot's app IDs and diagnostics; nil when unknown.
-    public func domain(_ host: OriginHost) -> DomainStatus? {
-        let entry = self.entry(host)
+    public func domain(_ host: OriginHost) async -> DomainStatus? {
+        let entry = await self.entry(host)
         guard entry.snapshot != nil || entry.storedVersion != nil || entry.failure != nil else { return nil }
         var status = status(host.description, entry, now: clock.now())
         if status.appIDs == nil, let version = entry.storedVersion,
-           let (_, snapshot) = try? store.host(host.description), let snapshot, snapshot.version == version {
+           let (_, snapshot) = try? await store.host(host.description), let snapshot, snapshot.version == version {
             status.appIDs = snapshot.appIDs
             status.diagnostics = snapshot.diagnostics
         }

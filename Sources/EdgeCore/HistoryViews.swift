@@ -23,9 +23,9 @@ public enum HistoryViews {
     static func time(_ value: Double) -> JSONValue { .string(RFC3339.string(value)) }
 
     /// `{"snapshots":[{"version","sha256","size","firstFetchedAt","lastConfirmedAt","valid"}]}`, newest first.
-    public static func snapshots(_ store: SnapshotStore, host: String) throws -> JSONValue {
-        guard try store.host(host) != nil else { throw Problem.unknownHost(host) }
-        return .object(JSONObject([JSONMember("snapshots", .array(try store.snapshots(host: host).map { s in
+    public static func snapshots(_ store: any SnapshotStoring, host: String) async throws -> JSONValue {
+        guard try await store.host(host) != nil else { throw Problem.unknownHost(host) }
+        return .object(JSONObject([JSONMember("snapshots", .array(try await store.snapshots(host: host).map { s in
             .object(JSONObject([
                 JSONMember("version", number(s.version)), JSONMember("sha256", .string(s.sha256)), JSONMember("size", number(s.size)),
                 JSONMember("firstFetchedAt", time(s.firstFetchedAt)), JSONMember("lastConfirmedAt", time(s.lastConfirmedAt)),
@@ -35,27 +35,27 @@ public enum HistoryViews {
     }
 
     /// The exact stored bytes of a version.
-    public static func snapshotBytes(_ store: SnapshotStore, host: String, version: Int) throws -> [UInt8] {
-        guard try store.host(host) != nil else { throw Problem.unknownHost(host) }
-        guard let snapshot = try store.snapshot(host: host, version: version) else { throw Problem.unknownVersion(host, version) }
+    public static func snapshotBytes(_ store: any SnapshotStoring, host: String, version: Int) async throws -> [UInt8] {
+        guard try await store.host(host) != nil else { throw Problem.unknownHost(host) }
+        guard let snapshot = try await store.snapshot(host: host, version: version) else { throw Problem.unknownVersion(host, version) }
         return snapshot.body
     }
 
     /// The semantic diff of two stored versions (the shape of `aasa-edge diff --json`).
-    public static func diff(_ store: SnapshotStore, host: String, from: Int, to: Int) throws -> AASADiff {
-        func document(_ version: Int) throws -> AASADocument {
-            guard let document = AASAFile.read(try snapshotBytes(store, host: host, version: version)).document else {
+    public static func diff(_ store: any SnapshotStoring, host: String, from: Int, to: Int) async throws -> AASADiff {
+        func document(_ version: Int) async throws -> AASADocument {
+            guard let document = AASAFile.read(try await snapshotBytes(store, host: host, version: version)).document else {
                 throw Problem.unreadableVersion(host, version)
             }
             return document
         }
-        return AASADiff(old: try document(from), new: try document(to))
+        return AASADiff(old: try await document(from), new: try await document(to))
     }
 
     /// `{"fetches":[{"at","outcome","status","reason","durationMs","version"}]}`, newest first.
-    public static func fetches(_ store: SnapshotStore, host: String, limit: Int) throws -> JSONValue {
-        guard try store.host(host) != nil else { throw Problem.unknownHost(host) }
-        return .object(JSONObject([JSONMember("fetches", .array(try store.fetches(host: host, limit: limit).map { f in
+    public static func fetches(_ store: any SnapshotStoring, host: String, limit: Int) async throws -> JSONValue {
+        guard try await store.host(host) != nil else { throw Problem.unknownHost(host) }
+        return .object(JSONObject([JSONMember("fetches", .array(try await store.fetches(host: host, limit: limit).map { f in
             .object(JSONObject([
                 JSONMember("at", time(f.at)), JSONMember("outcome", .string(f.outcome)), JSONMember("status", number(f.status)),
                 JSONMember("reason", f.reason.map { .string($0) } ?? .null),
@@ -64,9 +64,4 @@ public enum HistoryViews {
             ]))
         }))]))
     }
-}
-
-extension Edge {
-    /// The store this edge writes, for the history views.
-    public var snapshotStore: SnapshotStore { store }
 }

@@ -23,7 +23,7 @@ final class ServedLedger: Sendable {
         let client: String
     }
 
-    private let store: SnapshotStore
+    private let store: any SnapshotStoring
     private let logger: Logger
     private struct Pending {
         var events: [ServedEvent] = []
@@ -40,7 +40,7 @@ final class ServedLedger: Sendable {
     private let maxClients: Int
 
     /// - Parameter everySecond: other housekeeping, run after each second's flush.
-    init(store: SnapshotStore, logger: Logger, retention: Double, maxClients: Int = 10_000, clock: any WallClock,
+    init(store: any SnapshotStoring, logger: Logger, retention: Double, maxClients: Int = 10_000, clock: any WallClock,
          everySecond: @escaping @Sendable () -> Void = {}) {
         self.maxClients = maxClients
         self.store = store
@@ -50,10 +50,10 @@ final class ServedLedger: Sendable {
             var ticks = 0
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(1))
-                self?.flush()
+                await self?.flush()
                 everySecond()
                 ticks += 1
-                if ticks % 600 == 1 { self?.prune(now: clock.now()) }
+                if ticks % 600 == 1 { await self?.prune(now: clock.now()) }
             }
         }
         writer.withLock { $0 = task }
@@ -74,7 +74,7 @@ final class ServedLedger: Sendable {
     }
 
     /// Writes the buffered events now.
-    func flush() {
+    func flush() async {
         let (events, dropped) = buffer.withLock { state -> ([ServedEvent], Int) in
             defer { (state.events, state.dropped) = ([], 0) }
             return (state.events, state.dropped)
@@ -82,15 +82,15 @@ final class ServedLedger: Sendable {
         if dropped > 0 { logger.warning("served-event buffer full; events dropped", metadata: ["dropped": "\(dropped)"]) }
         guard !events.isEmpty else { return }
         do {
-            try store.recordServed(events, maxClients: maxClients)
+            try await store.recordServed(events, maxClients: maxClients)
         } catch {
             logger.error("store write failed; served events lost", metadata: ["events": "\(events.count)", "error": "\(error)"])
         }
     }
 
-    func prune(now: Double) {
+    func prune(now: Double) async {
         do {
-            let removed = try store.pruneServed(before: now - retention)
+            let removed = try await store.pruneServed(before: now - retention)
             if removed > 0 { logger.info("ledger retention", metadata: ["removed": "\(removed)"]) }
         } catch {
             logger.error("ledger retention failed", metadata: ["error": "\(error)"])
@@ -99,7 +99,7 @@ final class ServedLedger: Sendable {
 
     func close() async {
         writer.withLock { $0?.cancel() }
-        flush()
+        await flush()
     }
 }
 

@@ -26,7 +26,7 @@ struct DashboardRoutes: Sendable {
     func register(on router: Router<EdgeRequestContext>) {
         router.get("/") { request, _ in
             guard let session = session(request) else { return Self.redirect("/login") }
-            return page("aasa-edge", hostsPage(), session: session)
+            return page("aasa-edge", await hostsPage(), session: session)
         }
         router.get("/login") { request, _ in
             session(request) != nil ? Self.redirect("/") : page("Sign in · aasa-edge", Self.loginForm(error: nil), session: nil)
@@ -59,16 +59,16 @@ struct DashboardRoutes: Sendable {
         router.get("/dashboard/hosts/:host") { request, context in
             guard let session = session(request) else { return Self.redirect("/login") }
             let host = try Self.host(context)
-            guard let status = edge.domain(host) else {
+            guard let status = await edge.domain(host) else {
                 return page("Unknown host", "<p>No such host: \(Self.escape(host.description))</p>", status: .notFound, session: session)
             }
-            return page(host.description, try hostPage(host, status), session: session)
+            return page(host.description, try await hostPage(host, status), session: session)
         }
         router.get("/dashboard/hosts/:host/versions/:version") { request, context in
             guard let session = session(request) else { return Self.redirect("/login") }
             let host = try Self.host(context)
             guard let version = context.parameters.get("version").flatMap({ Int($0) }),
-                  let snapshot = try edge.snapshotStore.snapshot(host: host.description, version: version) else {
+                  let snapshot = try await edge.store.snapshot(host: host.description, version: version) else {
                 return page("Unknown version", "<p>No such version.</p>", status: .notFound, session: session)
             }
             let text = String(decoding: snapshot.body, as: UTF8.self)
@@ -89,7 +89,7 @@ struct DashboardRoutes: Sendable {
             }
             let diff: AASADiff
             do {
-                diff = try HistoryViews.diff(edge.snapshotStore, host: host.description, from: from, to: to)
+                diff = try await HistoryViews.diff(edge.store, host: host.description, from: from, to: to)
             } catch {
                 return page("Diff", "<p>\(Self.escape(String(describing: error)))</p>", status: .notFound, session: session)
             }
@@ -116,9 +116,9 @@ struct DashboardRoutes: Sendable {
 
     // MARK: pages
 
-    func hostsPage() -> String {
+    func hostsPage() async -> String {
         let now = Date().timeIntervalSince1970
-        let domains = edge.domains()
+        let domains = await edge.domains()
         var rows = ""
         for d in domains {
             let link = "/dashboard/hosts/\(Self.escape(Self.pathSegment(d.domain)))"
@@ -139,13 +139,13 @@ struct DashboardRoutes: Sendable {
         return "<h2>Hosts (\(domains.count))</h2>\n" + table
     }
 
-    func hostPage(_ host: OriginHost, _ status: DomainStatus) throws -> String {
+    func hostPage(_ host: OriginHost, _ status: DomainStatus) async throws -> String {
         let now = Date().timeIntervalSince1970
         let key = host.description
-        let store = edge.snapshotStore
-        let snapshots = try store.snapshots(host: key)
-        let fetches = try store.fetches(host: key, limit: 50)
-        let propagation = try edge.propagationVersions(host) ?? []
+        let store = edge.store
+        let snapshots = try await store.snapshots(host: key)
+        let fetches = try await store.fetches(host: key, limit: 50)
+        let propagation = try await edge.propagationVersions(host) ?? []
         let base = "/dashboard/hosts/\(Self.escape(Self.pathSegment(key)))"
 
         var html = Self.back(nil) + "<h2>\(Self.escape(key))</h2>\n<table class=\"facts\">\n"

@@ -38,14 +38,14 @@ public enum EdgeServer {
         router.get("/healthz") { _, _ in Response.text(.ok, "ok\n") }
         router.get("/readyz") { _, _ in
             do {
-                try edge.checkReady()
+                try await edge.checkReady()
                 return Response.text(.ok, "ready\n")
             } catch {
                 return Response.text(.serviceUnavailable, "not ready: the store is not writable: \(error)\n")
             }
         }
         router.get("/metrics") { _, _ in
-            edge.updateGauges()
+            await edge.updateGauges()
             edge.metrics.memory(prebuilt: hitCache.builtBytes)
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                             body: .init(byteBuffer: ByteBuffer(bytes: metricsText())))
@@ -193,7 +193,7 @@ struct AdminRoutes: Sendable {
             if let state, !["fresh", "stale", "failing", "purged"].contains(state) {
                 throw AdminError(.badRequest, "state must be fresh, stale, failing or purged")
             }
-            let page = edge.domainPage(limit: limit, after: query.get("after"), state: state,
+            let page = await edge.domainPage(limit: limit, after: query.get("after"), state: state,
                                        query: query.get("q").map { String($0.prefix(256)).lowercased() })
             return Response.json(.ok, .object(JSONObject([
                 JSONMember("domains", .array(page.domains.map { $0.json(detailed: false) })),
@@ -203,7 +203,7 @@ struct AdminRoutes: Sendable {
         group.get("/domains/:host") { request, context in
             try authorize(request)
             let host = try parseHost(context.parameters.get("host") ?? "")
-            guard let status = edge.domain(host) else { throw AdminError(.notFound, "unknown host \(host)") }
+            guard let status = await edge.domain(host) else { throw AdminError(.notFound, "unknown host \(host)") }
             return Response.json(.ok, status.json(detailed: true))
         }
         group.post("/domains/:host/refetch") { request, context in
@@ -217,14 +217,14 @@ struct AdminRoutes: Sendable {
             let softText = request.uri.queryParameters.get("soft") ?? "false"
             guard ["true", "1", "false", "0"].contains(softText) else { throw AdminError(.badRequest, "soft must be true, false, 1 or 0") }
             let soft = softText == "true" || softText == "1"
-            guard edge.purge(host, soft: soft) != nil else { throw AdminError(.notFound, "unknown host \(host)") }
+            guard await edge.purge(host, soft: soft) != nil else { throw AdminError(.notFound, "unknown host \(host)") }
             return Response.json(.ok, .object(JSONObject([JSONMember("domain", .string(host.description)),
                                                   JSONMember("purge", .string(soft ? "soft" : "hard"))])))
         }
         group.get("/domains/:host/snapshots") { request, context in
             try authorize(request)
             let host = try parseHost(context.parameters.get("host") ?? "")
-            return Response.json(.ok, try history { try HistoryViews.snapshots(edge.snapshotStore, host: host.description) })
+            return Response.json(.ok, try await history { try await HistoryViews.snapshots(edge.store, host: host.description) })
         }
         group.get("/domains/:host/snapshots/:version") { request, context in
             try authorize(request)
@@ -232,7 +232,7 @@ struct AdminRoutes: Sendable {
             guard let version = context.parameters.get("version").flatMap({ Int($0) }) else {
                 throw AdminError(.badRequest, "the version must be a number")
             }
-            let bytes = try history { try HistoryViews.snapshotBytes(edge.snapshotStore, host: host.description, version: version) }
+            let bytes = try await history { try await HistoryViews.snapshotBytes(edge.store, host: host.description, version: version) }
             return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
         }
         group.get("/domains/:host/diff") { request, context in
@@ -246,15 +246,15 @@ struct AdminRoutes: Sendable {
             }
             if from == nil || to == nil {
                 // Without both, compare the two newest versions.
-                guard try history({ try edge.snapshotStore.host(host.description) }) != nil else { throw AdminError(.notFound, "unknown host \(host)") }
-                let versions = try history { try edge.snapshotStore.versions(host: host.description) }
+                guard try await history({ try await edge.store.host(host.description) }) != nil else { throw AdminError(.notFound, "unknown host \(host)") }
+                let versions = try await history { try await edge.store.versions(host: host.description) }
                 guard versions.count >= 2 else {
                     throw AdminError(.notFound, "\(host) has fewer than two versions: give from and to")
                 }
                 to = to ?? versions.last
                 from = from ?? versions.dropLast().last
             }
-            let diff = try history { try HistoryViews.diff(edge.snapshotStore, host: host.description, from: from!, to: to!) }
+            let diff = try await history { try await HistoryViews.diff(edge.store, host: host.description, from: from!, to: to!) }
             return Response.json(.ok, diff.json)
         }
         group.get("/domains/:host/fetches") { request, context in
@@ -264,12 +264,12 @@ struct AdminRoutes: Sendable {
             guard let limit = given.map({ Int($0) }) ?? 50, (1...1000).contains(limit) else {
                 throw AdminError(.badRequest, "limit must be a number from 1 to 1000")
             }
-            return Response.json(.ok, try history { try HistoryViews.fetches(edge.snapshotStore, host: host.description, limit: limit) })
+            return Response.json(.ok, try await history { try await HistoryViews.fetches(edge.store, host: host.description, limit: limit) })
         }
         group.get("/domains/:host/propagation") { request, context in
             try authorize(request)
             let host = try parseHost(context.parameters.get("host") ?? "")
-            guard let ledger = try history({ try edge.propagation(host) }) else { throw AdminError(.notFound, "unknown host \(host)") }
+            guard let ledger = try await history({ try await edge.propagation(host) }) else { throw AdminError(.notFound, "unknown host \(host)") }
             return Response.json(.ok, ledger)
         }
         group.post("/releases") { request, context in
@@ -301,9 +301,9 @@ struct AdminRoutes: Sendable {
     }
 
     /// Runs a history view, mapping its problems to admin errors.
-    func history<T>(_ body: () throws -> T) throws -> T {
+    func history<T>(_ body: () async throws -> T) async throws -> T {
         do {
-            return try body()
+            return try await body()
         } catch let problem as HistoryViews.Problem {
             switch problem {
             case .unknownHost, .unknownVersion: throw AdminError(.notFound, problem.description)

@@ -160,6 +160,28 @@ public struct FetchResult: Sendable {
     /// Wall-clock start, Unix seconds.
     public let startedAt: Double
 
+    public init(host: OriginHost, url: String, outcome: FetchOutcome, status: Int?, statusLine: String?, etag: String? = nil,
+                lastModified: String? = nil, contentType: String? = nil, cacheControl: String? = nil, location: String? = nil,
+                body: [UInt8] = [], sha256: String? = nil, connectedIP: String? = nil, connectedPort: Int? = nil,
+                timings: FetchTimings = FetchTimings(), startedAt: Double = 0) {
+        self.host = host
+        self.url = url
+        self.outcome = outcome
+        self.status = status
+        self.statusLine = statusLine
+        self.etag = etag
+        self.lastModified = lastModified
+        self.contentType = contentType
+        self.cacheControl = cacheControl
+        self.location = location
+        self.body = body
+        self.sha256 = sha256
+        self.connectedIP = connectedIP
+        self.connectedPort = connectedPort
+        self.timings = timings
+        self.startedAt = startedAt
+    }
+
     public var failure: OriginFailure? {
         if case .failed(let failure) = outcome { return failure }
         return nil
