@@ -71,7 +71,10 @@ let package = Package(
         .testTarget(name: "OriginFetcherTests", dependencies: ["OriginFetcher", "AASAEngine", "TestOrigin"]),
         .testTarget(name: "CachePolicyTests", dependencies: ["CachePolicy", "TestSupport"]),
         .testTarget(name: "SnapshotStoreTests", dependencies: ["SnapshotStore"]),
-        .testTarget(name: "EdgeCoreTests", dependencies: ["AASAEngine", "EdgeCore", "CachePolicy", "SnapshotStore", "TestOrigin"]),
+        .testTarget(name: "EdgeCoreTests", dependencies: [
+            "AASAEngine", "EdgeCore", "CachePolicy", "SnapshotStore", "OriginFetcher", "TestOrigin",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "EdgeHTTPTests", dependencies: ["EdgeHTTP"]),
         .testTarget(name: "EdgeTests", dependencies: ["AASAEngine", "OriginFetcher", "SnapshotStore", "TestOrigin", "TestSupport"]),
         .testTarget(name: "AASAEdgeCLITests", dependencies: ["AASAEngine", "TestOrigin"]),

@@ -5,8 +5,11 @@
 public struct HostCache: Sendable, Equatable {
     /// What the policy sees: the copy's confirmation time, the last failure, the purge state.
     public private(set) var state: CacheState
-    /// When the last purge was asked for: a revalidation that began before it does not undo it.
+    /// When the last purge was asked for (kept in the store; for other edges and restarts).
     public private(set) var purgedAt: Double?
+    /// Purges seen by this machine: a fetch notes the count when it begins, and a revalidation
+    /// that began before a purge does not undo it (exact, where equal clock readings are not).
+    public private(set) var purges = 0
     /// A background refresh is queued or running: a request flood adds no second one.
     public private(set) var refreshing = false
 
@@ -18,8 +21,8 @@ public struct HostCache: Sendable, Equatable {
     public enum Event: Sendable, Equatable {
         /// A client asks for the host.
         case request(now: Double)
-        /// An origin fetch that began at `startedAt` ended (`now`).
-        case fetchFinished(FetchEnd, startedAt: Double, now: Double)
+        /// An origin fetch ended (`now`); `purgesAtStart` is `purges` when it began.
+        case fetchFinished(FetchEnd, purgesAtStart: Int, now: Double)
         /// The background refresh asked for by `.refreshInBackground` is over, however it ended.
         case refreshFinished
         case purge(soft: Bool, now: Double)
@@ -58,7 +61,7 @@ public struct HostCache: Sendable, Equatable {
             case .fetch:
                 return [.fetch(Waiting(before: state))]
             }
-        case .fetchFinished(let end, let startedAt, let now):
+        case .fetchFinished(let end, let purgesAtStart, let now):
             switch end {
             case .updated, .confirmed:
                 // A 200: the copy held now is the one just fetched, whatever happened meanwhile.
@@ -67,7 +70,7 @@ public struct HostCache: Sendable, Equatable {
                 // A 304 confirms the copy the fetch asked about. After a hard purge there is none;
                 // a purge asked for since the fetch began stands (soft: it still wants a refresh).
                 guard state.hasCopy else { return [] }
-                let purgedSince = purgedAt.map { $0 >= startedAt } ?? false
+                let purgedSince = purges > purgesAtStart
                 state = CacheState(copyConfirmedAt: now, purge: purgedSince ? state.purge : .none)
             case .failed:
                 state.failedAt = now
@@ -80,6 +83,7 @@ public struct HostCache: Sendable, Equatable {
             return []
         case .purge(let soft, let now):
             purgedAt = now
+            purges += 1
             if soft {
                 // A soft purge does not undo a hard one: the copy stays forgotten until a fetch.
                 if state.purge != .hard { state.purge = .soft }

@@ -451,7 +451,7 @@ public final class Edge: Sendable {
                 entry.snapshot = snapshot
                 entry.failure = nil
                 entry.storedVersion = version
-                _ = entry.cache.handle(.fetchFinished(change == "updated" ? .updated : .confirmed, startedAt: startedWall, now: now),
+                _ = entry.cache.handle(.fetchFinished(change == "updated" ? .updated : .confirmed, purgesAtStart: before.cache.purges, now: now),
                                        configuration: cache)
                 memory.set(key, entry)
                 return entry
@@ -467,11 +467,11 @@ public final class Edge: Sendable {
             // Waiters of this fetch are answered from the copy it confirmed, even when a hard
             // purge has dropped it from memory meanwhile.
             var confirmed = before
-            _ = confirmed.cache.handle(.fetchFinished(.notModified, startedAt: startedWall, now: now), configuration: cache)
+            _ = confirmed.cache.handle(.fetchFinished(.notModified, purgesAtStart: before.cache.purges, now: now), configuration: cache)
             confirmed.failure = nil
             entries.withLock { memory in
                 var entry = memory.get(key) ?? before
-                _ = entry.cache.handle(.fetchFinished(.notModified, startedAt: startedWall, now: now), configuration: cache)
+                _ = entry.cache.handle(.fetchFinished(.notModified, purgesAtStart: before.cache.purges, now: now), configuration: cache)
                 if entry.cache.state.failedAt == nil { entry.failure = nil }
                 memory.set(key, entry)
             }
@@ -492,7 +492,7 @@ public final class Edge: Sendable {
             }
             entries.withLock { memory in
                 var entry = memory.get(key) ?? before
-                _ = entry.cache.handle(.fetchFinished(.failed, startedAt: startedWall, now: now), configuration: cache)
+                _ = entry.cache.handle(.fetchFinished(.failed, purgesAtStart: before.cache.purges, now: now), configuration: cache)
                 entry.failure = failure
                 memory.set(key, entry)
             }

@@ -18,6 +18,23 @@ public struct StoredSnapshot: Sendable, Equatable {
     public let diagnostics: String
     /// Canonical app IDs the file names (any service).
     public let appIDs: [String]
+
+    public init(host: String, version: Int, sha256: String, body: [UInt8], etag: String?, lastModified: String?, contentType: String?,
+                cacheControl: String?, firstFetchedAt: Double, lastConfirmedAt: Double, valid: Bool, diagnostics: String, appIDs: [String]) {
+        self.host = host
+        self.version = version
+        self.sha256 = sha256
+        self.body = body
+        self.etag = etag
+        self.lastModified = lastModified
+        self.contentType = contentType
+        self.cacheControl = cacheControl
+        self.firstFetchedAt = firstFetchedAt
+        self.lastConfirmedAt = lastConfirmedAt
+        self.valid = valid
+        self.diagnostics = diagnostics
+        self.appIDs = appIDs
+    }
 }
 
 public struct StoredFailure: Sendable, Equatable {
@@ -25,6 +42,12 @@ public struct StoredFailure: Sendable, Equatable {
     /// One-line JSON object.
     public let details: String
     public let at: Double
+
+    public init(reason: String, details: String, at: Double) {
+        self.reason = reason
+        self.details = details
+        self.at = at
+    }
 }
 
 /// A host's cache state as stored.
@@ -41,6 +64,17 @@ public struct StoredHost: Sendable, Equatable {
     public let appIDs: [String]
     /// When the last purge was asked for.
     public var purgedAt: Double? = nil
+
+    public init(name: String, currentVersion: Int?, confirmedAt: Double?, failure: StoredFailure?, purge: String, appIDs: [String],
+                purgedAt: Double? = nil) {
+        self.name = name
+        self.currentVersion = currentVersion
+        self.confirmedAt = confirmedAt
+        self.failure = failure
+        self.purge = purge
+        self.appIDs = appIDs
+        self.purgedAt = purgedAt
+    }
 }
 
 /// What a fetch did to the store.
@@ -51,6 +85,12 @@ public struct RecordedFetch: Sendable, Equatable {
     public let change: Change
     public let version: Int?
     public let previousVersion: Int?
+
+    public init(change: Change, version: Int?, previousVersion: Int?) {
+        self.change = change
+        self.version = version
+        self.previousVersion = previousVersion
+    }
 }
 
 /// A stored version, without its body.
@@ -61,6 +101,15 @@ public struct SnapshotSummary: Sendable, Equatable {
     public let firstFetchedAt: Double
     public let lastConfirmedAt: Double
     public let valid: Bool
+
+    public init(version: Int, sha256: String, size: Int, firstFetchedAt: Double, lastConfirmedAt: Double, valid: Bool) {
+        self.version = version
+        self.sha256 = sha256
+        self.size = size
+        self.firstFetchedAt = firstFetchedAt
+        self.lastConfirmedAt = lastConfirmedAt
+        self.valid = valid
+    }
 }
 
 /// One entry of the origin fetch log.
@@ -374,7 +423,7 @@ public final class SnapshotStore: Sendable {
             try db.execute(sql: """
                 UPDATE host SET confirmedAt = ?, expiresAt = ?, failureReason = NULL, failureDetails = NULL, failureAt = NULL,
                                 failureUntil = NULL,
-                                purge = CASE WHEN purgedAt IS NOT NULL AND purgedAt >= ? THEN purge ELSE 'none' END
+                                purge = CASE WHEN purgedAt IS NOT NULL AND purgedAt > ? THEN purge ELSE 'none' END
                 WHERE name = ?
                 """, arguments: [fetch.at, fetch.expiresAt, startedAt, name])
             if let version {

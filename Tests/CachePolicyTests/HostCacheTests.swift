@@ -13,7 +13,8 @@ import TestSupport
         var copyAt: Double?        // nil: no copy held
         var failedAt: Double?
         var purge = PurgeState.none
-        var purgedAt: Double?
+        /// Times of the purges since the (re)start.
+        var purgeTimes: [Double] = []
         var refreshing = false
 
         /// What a request is answered with.
@@ -45,7 +46,8 @@ import TestSupport
                 (copyAt, failedAt, purge) = (now, nil, .none)
             case .notModified:
                 guard copyAt != nil, purge != .hard else { return }
-                let purgedSince = purgedAt != nil && purgedAt! >= startedAt
+                // A purge asked for after the fetch began (one at the same instant came first).
+                let purgedSince = purgeTimes.contains { $0 > startedAt }
                 (copyAt, failedAt) = (now, nil)
                 if !purgedSince { purge = .none }
             case .failed:
@@ -56,7 +58,7 @@ import TestSupport
         }
 
         mutating func purge(soft: Bool, _ now: Double) -> [HostCache.Action] {
-            purgedAt = now
+            purgeTimes.append(now)
             if soft {
                 if purge != .hard { purge = .soft }
                 return []
@@ -72,6 +74,7 @@ import TestSupport
         var machine = HostCache()
         var model = Reference()
         var now = 1_000.0
+        var started = now
         var trail: [String] = []
         for _ in 0..<200 {
             now += [0, 1, 10, 40, 120, 700][Int.random(in: 0..<6, using: &rng)]
@@ -84,10 +87,12 @@ import TestSupport
                 #expect(machine.answerFromMemory(now: now, configuration: Self.c) == nil || !actions.contains(.refreshInBackground))
             case 40..<65:
                 let end: FetchEnd = [.updated, .confirmed, .notModified, .failed, .unavailable][Int.random(in: 0..<5, using: &rng)]
-                let startedAt = now - [0, 1, 5][Int.random(in: 0..<3, using: &rng)]
+                // A fetch that began since the last (re)start; the machine knows it by its purge count then.
+                let startedAt = max(started, now - [0, 1, 5][Int.random(in: 0..<3, using: &rng)])
                 // A 304 only answers a conditional request: one made while a copy was held.
                 if end == .notModified, model.copyAt == nil { continue }
-                _ = machine.handle(.fetchFinished(end, startedAt: startedAt, now: now), configuration: Self.c)
+                let purgesAtStart = model.purgeTimes.filter { $0 <= startedAt }.count
+                _ = machine.handle(.fetchFinished(end, purgesAtStart: purgesAtStart, now: now), configuration: Self.c)
                 model.fetched(end, startedAt: startedAt, now: now)
                 trail.append("\(end)@\(now) from \(startedAt)")
             case 65..<75:
@@ -104,6 +109,8 @@ import TestSupport
                 machine = HostCache(state: CacheState(copyConfirmedAt: machine.state.copyConfirmedAt, failedAt: machine.state.failedAt,
                                                       purge: machine.state.purge), purgedAt: machine.purgedAt)
                 model.refreshing = false
+                model.purgeTimes = []
+                started = now
                 trail.append("restart")
             }
             #expect(machine.state == model.state, "seed \(seed): state \(machine.state) vs model \(model.state); \(trail.suffix(12))")
@@ -119,10 +126,11 @@ import TestSupport
         #expect(cache.state.purge == .hard, "a soft purge undid a hard one")
         // A 304 to a revalidation begun before a purge does not undo it.
         var revalidating = HostCache(state: CacheState(copyConfirmedAt: 10))
+        let atStart = revalidating.purges
         _ = revalidating.handle(.purge(soft: true, now: 30), configuration: Self.c)
-        _ = revalidating.handle(.fetchFinished(.notModified, startedAt: 29, now: 31), configuration: Self.c)
+        _ = revalidating.handle(.fetchFinished(.notModified, purgesAtStart: atStart, now: 31), configuration: Self.c)
         #expect(revalidating.state.purge == .soft && revalidating.state.copyConfirmedAt == 31)
-        _ = revalidating.handle(.fetchFinished(.notModified, startedAt: 32, now: 33), configuration: Self.c)
+        _ = revalidating.handle(.fetchFinished(.notModified, purgesAtStart: revalidating.purges, now: 33), configuration: Self.c)
         #expect(revalidating.state.purge == .none)
         // One background refresh until it is reported finished.
         var soft = HostCache(state: CacheState(copyConfirmedAt: 10, purge: .soft))

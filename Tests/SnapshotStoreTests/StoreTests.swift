@@ -72,7 +72,7 @@ import Testing
         #expect(try store.purge(host: "a.test", hard: true, at: 5) == true)
         _ = try store.recordNotModified(host: "a.test", fetch: FetchRecord(at: 6, status: 304, durationMs: 2000, trigger: "test"), startedAt: 4)
         #expect(try SnapshotStore(path: path).host("a.test")?.0.purge == "hard")
-        _ = try store.recordNotModified(host: "a.test", fetch: FetchRecord(at: 8, status: 304, durationMs: 1, trigger: "test"), startedAt: 7)
+        _ = try store.recordNotModified(host: "a.test", fetch: FetchRecord(at: 8, status: 304, durationMs: 1, trigger: "test"), startedAt: 5)
         #expect(try SnapshotStore(path: path).host("a.test")?.0.purge == "none")
     }
 
