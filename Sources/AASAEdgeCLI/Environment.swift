@@ -1,8 +1,10 @@
+import ArgumentParser
 import Foundation
 
 /// `AASA_EDGE_<FLAG>` environment variables as defaults for flags (the contract): the flag on the
 /// command line wins; repeatable flags take a comma-separated list; booleans take
-/// true/false/1/0. One table drives both the merging and the `--help` text.
+/// true/false/1/0. The flags come from the option groups themselves; the same list drives the
+/// merging and the `--help` text.
 enum EnvironmentDefaults {
     enum Kind {
         case value, repeatable, boolean
@@ -14,35 +16,27 @@ enum EnvironmentDefaults {
         var variable: String { "AASA_EDGE_" + flag.uppercased().replacingOccurrences(of: "-", with: "_") }
     }
 
-    static let fetchOptions: [Option] = [
-        Option(flag: "connect-to", kind: .repeatable),
-        Option(flag: "resolve", kind: .repeatable),
-        Option(flag: "ca-file", kind: .value),
-        Option(flag: "origin-timeout", kind: .value),
-        Option(flag: "allow-private-origins", kind: .boolean),
-    ]
+    /// The options of a group of flags, read from ArgumentParser's own description of it (so a
+    /// flag is declared once, as an `@Option` or `@Flag`, and its variable follows its name).
+    static func options(of group: any ParsableArguments.Type) -> [Option] {
+        guard let data = group._dumpHelp().data(using: .utf8),
+              let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+              let command = root["command"] as? [String: Any],
+              let arguments = command["arguments"] as? [[String: Any]] else { return [] }
+        return arguments.compactMap { argument in
+            guard let kind = argument["kind"] as? String, kind == "option" || kind == "flag",
+                  let names = argument["names"] as? [[String: Any]],
+                  let long = names.first(where: { $0["kind"] as? String == "long" })?["name"] as? String,
+                  !["help", "version", "experimental-dump-help"].contains(long) else { return nil }
+            if kind == "flag" { return Option(flag: long, kind: .boolean) }
+            return Option(flag: long, kind: argument["isRepeating"] as? Bool == true ? .repeatable : .value)
+        }
+    }
 
-    static let serveOptions: [Option] = [
-        Option(flag: "host", kind: .value),
-        Option(flag: "port", kind: .value),
-        Option(flag: "db", kind: .value),
-        Option(flag: "ttl", kind: .value),
-        Option(flag: "failure-ttl", kind: .value),
-        Option(flag: "stale-if-error", kind: .value),
-    ] + fetchOptions + [
-        Option(flag: "allow-domain", kind: .repeatable),
-        Option(flag: "refetch-concurrency", kind: .value),
-        Option(flag: "memory-cache-mb", kind: .value),
-        Option(flag: "ledger-retention-days", kind: .value),
-        Option(flag: "client-timeout", kind: .value),
-        Option(flag: "origin-concurrency", kind: .value),
-        Option(flag: "max-connections", kind: .value),
-        Option(flag: "max-tracked-clients", kind: .value),
-        Option(flag: "event-loops", kind: .value),
-        Option(flag: "admin-token", kind: .value),
-    ]
-
-    static let probeOptions: [Option] = [Option(flag: "db", kind: .value)] + fetchOptions
+    static let fetchOptions = options(of: OriginOptions.self)
+    static let serveOptions = options(of: ServeOptions.self)
+    /// `probe` shares the store with `serve` and the fetch flags with `fetch`.
+    static let probeOptions = serveOptions.filter { $0.flag == "db" } + fetchOptions
 
     static let bySubcommand: [String: [Option]] = ["fetch": fetchOptions, "serve": serveOptions, "probe": probeOptions]
 

@@ -22,6 +22,14 @@ struct Serve: AsyncParsableCommand {
         """
     )
 
+    @OptionGroup var options: ServeOptions
+
+    func run() async throws { try await options.serve() }
+}
+
+/// Every `serve` flag, declared once: parsing, `--help`, validation, and (through
+/// `EnvironmentDefaults`, which reads this group's own description) the `AASA_EDGE_*` variables.
+struct ServeOptions: ParsableArguments {
     @Option(help: "Listen address.")
     var host = "127.0.0.1"
 
@@ -85,7 +93,7 @@ struct Serve: AsyncParsableCommand {
         guard (0...256).contains(eventLoops) else { throw ValidationError("--event-loops must be 0 (one per core) to 256") }
     }
 
-    func run() async throws {
+    func serve() async throws {
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = .info
