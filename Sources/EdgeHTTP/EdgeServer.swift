@@ -106,17 +106,35 @@ struct ClientRoutes: Sendable {
                             userAgent: (request.headers[.userAgent] ?? "").utf8)
     }
 
-    private func answer(rawHost: String, request: Request, context: EdgeRequestContext) async -> Response {
+    /// Why a client request names no host this edge serves: `400` or `403`, one line.
+    struct Rejection: Error {
+        let status: HTTPResponse.Status
+        let line: String
+    }
+
+    /// The one decision on a requested host, for the router and the hit fast path alike: it must
+    /// parse as a DNS name (the contract's grammar) and be inside `--allow-domain`.
+    static func resolve(_ raw: String, configuration: EdgeConfiguration) -> Result<OriginHost, Rejection> {
         let host: OriginHost
         do {
-            host = try OriginHost(rawHost)
+            host = try OriginHost(raw)
         } catch {
-            edge.metrics.request(.rejected)
-            return .text(.badRequest, "invalid host: \(error.reason)\n")
+            return .failure(Rejection(status: .badRequest, line: "invalid host: \(error.reason)"))
         }
-        guard edge.configuration.isAllowed(host) else {
+        guard configuration.isAllowed(host) else {
+            return .failure(Rejection(status: .forbidden, line: "domain not allowed by this edge: \(host.name)"))
+        }
+        return .success(host)
+    }
+
+    private func answer(rawHost: String, request: Request, context: EdgeRequestContext) async -> Response {
+        let host: OriginHost
+        switch Self.resolve(rawHost, configuration: edge.configuration) {
+        case .success(let resolved):
+            host = resolved
+        case .failure(let rejection):
             edge.metrics.request(.rejected)
-            return .text(.forbidden, "domain not allowed by this edge: \(host.name)\n")
+            return .text(rejection.status, rejection.line + "\n")
         }
         let reply = await edge.serve(host, client: Self.client(request, context))
         edge.metrics.request(reply.outcome)

@@ -428,7 +428,8 @@ final class HitResponseCache: @unchecked Sendable {
     /// The host for a raw spelling, when it parses and the edge serves it.
     func host(_ raw: Substring, edge: Edge) -> OriginHost? {
         if let known = lock.withLock({ hosts[raw] }) { return known }
-        guard let host = try? OriginHost(String(raw)), edge.configuration.isAllowed(host) else { return nil }
+        // Rejections are the router's to answer (and count); only served hosts are kept here.
+        guard case .success(let host) = ClientRoutes.resolve(String(raw), configuration: edge.configuration) else { return nil }
         lock.withLock {
             if hosts.count >= Self.limit { hosts.removeAll(keepingCapacity: true) }
             hosts[raw] = host
