@@ -633,15 +633,7 @@ enum JSONErrorCause {
     static func describe(_ bytes: UnsafeBufferPointer<UInt8>, _ error: JSONSyntaxError) -> String {
         let offset = min(error.offset, bytes.count)
         func position(_ at: Int) -> String {
-            var line = 1, column = 1
-            for byte in bytes[0..<min(at, bytes.count)] {
-                if byte == UInt8(ascii: "\n") {
-                    line += 1
-                    column = 1
-                } else if byte & 0xC0 != 0x80 {
-                    column += 1
-                }
-            }
+            let (line, column) = JSONReader.lineAndColumn(of: at, in: bytes)
             return "line \(line), column \(column)"
         }
         let first = bytes.firstIndex { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }

@@ -120,6 +120,21 @@ public enum JSONReader {
         return value
     }
 
+    /// The 1-based line and column (in characters) of a byte offset.
+    static func lineAndColumn(of offset: Int, in bytes: UnsafeBufferPointer<UInt8>) -> (line: Int, column: Int) {
+        var line = 1
+        var column = 1
+        for byte in bytes[0..<min(max(0, offset), bytes.count)] {
+            if byte == UInt8(ascii: "\n") {
+                line += 1
+                column = 1
+            } else if byte & 0xC0 != 0x80 {
+                column += 1
+            }
+        }
+        return (line, column)
+    }
+
     public static func isValidUTF8(_ bytes: some Collection<UInt8>) -> Bool {
         var iterator = bytes.makeIterator()
         var decoder = UTF8()
@@ -140,16 +155,7 @@ public enum JSONReader {
 
         func error(_ reason: String, at offset: Int? = nil) -> JSONSyntaxError {
             let offset = offset ?? position
-            var line = 1
-            var column = 1
-            for byte in bytes[0..<min(offset, bytes.count)] {
-                if byte == UInt8(ascii: "\n") {
-                    line += 1
-                    column = 1
-                } else if byte & 0xC0 != 0x80 {
-                    column += 1
-                }
-            }
+            let (line, column) = JSONReader.lineAndColumn(of: offset, in: bytes)
             return JSONSyntaxError(offset: offset, line: line, column: column, reason: reason)
         }
 

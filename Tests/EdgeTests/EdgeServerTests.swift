@@ -25,6 +25,17 @@ func json(_ response: TestHTTP.Response) throws -> JSONObject {
     try #require(try JSONReader.parse(response.text).objectValue, "not JSON: \(response.text)")
 }
 
+/// `count` hosts `NAME<i>.lab.test` on the test origin, each serving a valid file of about
+/// `bytes` bytes (a webcredentials entry and padding).
+func serveLargeFiles(count: Int, named name: String, bytes: Int) throws -> [String] {
+    let padding = String(repeating: "x", count: bytes)
+    let hosts = (0..<count).map { "\(name)\($0).lab.test" }
+    for (i, host) in hosts.enumerated() {
+        try origin.serve(host, body: #"{"webcredentials":{"apps":["ABCDE12345.com.app\#(i)"]},"pad":"\#(padding)"}"#)
+    }
+    return hosts
+}
+
 /// Waits (bounded) until `condition` holds.
 func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) rethrows -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
@@ -244,11 +255,7 @@ func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) rethrows
 
     @Test func evictedHostsAreReadBackFromTheStore() throws {
         // Twelve ~120 KB files through a 1 MB memory budget: some leave memory, none is lost.
-        let hosts = (0..<12).map { "mem\($0).lab.test" }
-        let padding = String(repeating: "x", count: 120_000)
-        for (i, host) in hosts.enumerated() {
-            try origin.serve(host, body: #"{"webcredentials":{"apps":["ABCDE12345.com.app\#(i)"]},"pad":"\#(padding)"}"#)
-        }
+        let hosts = try serveLargeFiles(count: 12, named: "mem", bytes: 120_000)
         let edge = try startEdge(hosts: hosts, extra: ["--memory-cache-mb", "1"])
         defer { edge.stop() }
         for host in hosts { #expect(try edge.get("/a/v1/\(host)")["x-cache"] == "miss") }

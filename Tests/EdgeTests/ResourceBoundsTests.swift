@@ -274,11 +274,7 @@ import Testing
     /// 100 KB through a 16 MB budget keep the prebuilt responses under 2 MB and host entries
     /// under 14 MB. Before, up to 8,192 whole responses were kept besides the budget.
     @Test func prebuiltResponsesCountInTheMemoryBudget() throws {
-        let hosts = (0..<300).map { "prebuilt\($0).lab.test" }
-        let padding = String(repeating: "p", count: 100_000)
-        for (i, host) in hosts.enumerated() {
-            try origin.serve(host, body: #"{"webcredentials":{"apps":["ABCDE12345.com.app\#(i)"]},"pad":"\#(padding)"}"#)
-        }
+        let hosts = try serveLargeFiles(count: 300, named: "prebuilt", bytes: 100_000)
         let edge = try startEdge(hosts: hosts, extra: ["--memory-cache-mb", "16"])
         defer { edge.stop() }
         let rssBefore = Self.rss(edge.pid)
