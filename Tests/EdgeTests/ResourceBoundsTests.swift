@@ -99,8 +99,14 @@ import Testing
         let answered = try Self.metric(edge, "aasa_edge_requests_total{outcome=\"hit-fresh\"}") - hitsBefore
         let requestsSent = sentFast / request.utf8.count
         print("never-reading client: sent \(sentFast) + \(sentRouted) bytes (\(requestsSent) hit requests), edge answered \(Int(answered)), RSS +\((rssAfter - rssBefore) >> 20) MB")
-        // A paused connection answers what fits in 64 KiB plus the kernel's socket buffers.
-        #expect(answered < 15_000, "the edge kept answering a client that does not read: \(Int(answered)) answers")
+        // A paused connection answers what fits in 64 KiB plus the kernel's socket buffers (the
+        // edge's send buffer grows up to tcp_wmem's maximum; the client's receive buffer is 4 KB).
+        let wmem = (try? String(contentsOfFile: "/proc/sys/net/ipv4/tcp_wmem", encoding: .utf8))
+            .flatMap { $0.split(whereSeparator: \.isWhitespace).last.flatMap { Int($0) } } ?? (4 << 20)
+        let answerSize = try TestHTTP.exchange(port: edge.port, Array("GET /a/v1/\(host) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)).count
+        let bound = (wmem + (1 << 20)) / max(1, answerSize - 20)
+        print("never-reading client: bound \(bound) answers (tcp_wmem max \(wmem), answer \(answerSize) bytes)")
+        #expect(Int(answered) < bound, "the edge kept answering a client that does not read: \(Int(answered)) answers, bound \(bound)")
         #expect(rssAfter - rssBefore < 48 << 20, "RSS grew by \((rssAfter - rssBefore) >> 20) MB")
         #expect(Self.closedByPeer(fast, within: 8), "the stalled fast-path connection was not closed after --client-timeout")
         #expect(Self.closedByPeer(routed, within: 8), "the stalled routed connection was not closed after --client-timeout")
@@ -150,8 +156,9 @@ import Testing
         #expect(refused == 10, "\(refused) of 30 connections were closed with --max-connections 20")
         sockets.forEach { close($0) }
         sockets = []
+        // Places come back as the edge sees the closes (a try before that is itself refused and counted).
         #expect(eventually(5) { (try? edge.get("/healthz").status) == 200 })
-        #expect(try Self.metric(edge, "aasa_edge_connections_rejected_total") == 10)
+        #expect(try Self.metric(edge, "aasa_edge_connections_rejected_total") >= 10)
     }
 
     /// Cold requests beyond `--origin-concurrency` wait for a slot up to `--origin-timeout`, then
