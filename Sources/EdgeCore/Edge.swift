@@ -597,36 +597,39 @@ public final class Edge: Sendable {
 
     /// One page of the admin list: hosts after `after` (by name), with the admin `state` given
     /// and whose name contains `query`, at most `limit`; `next` is the name to continue after
-    /// when more match. Sorting once makes a page cost n log n in the number of hosts.
+    /// when more match. The store gives hosts in name order a batch at a time, so a page costs
+    /// about its own size (times log n), not the whole list. Hosts known only in memory (their
+    /// store write failed) are listed when the store has none left to give.
     public func domainPage(limit: Int, after: String? = nil, state: String? = nil, query: String? = nil) async
         -> (domains: [DomainStatus], next: String?) {
-        let stored = (try? await store.hosts()) ?? []
-        let byName = Dictionary(stored.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         let memory = entries.withLock { $0.entries }
-        var names = stored.map(\.name)
-        for (name, entry) in memory where byName[name] == nil && (entry.storedVersion != nil || entry.failure != nil) {
-            names.append(name)
-        }
-        names.sort()
-        var start = 0
-        if let after {
-            var (low, high) = (0, names.count)
-            while low < high {
-                let middle = (low + high) / 2
-                if names[middle] <= after { low = middle + 1 } else { high = middle }
-            }
-            start = low
-        }
         let now = clock.now()
-        let empty = HostEntry.unknown
         var page: [DomainStatus] = []
-        for name in names[start...] {
-            if let query, !query.isEmpty, !name.contains(query) { continue }
-            let entry = memory[name] ?? byName[name].map { Self.entry($0, nil) } ?? empty
+        var cursor = after
+        let batch = limit >= 10_000 ? 10_000 : max(limit + 1, 256)
+        var listed = Set<String>()
+        func consider(_ name: String, _ entry: HostEntry) -> Bool {
             let status = status(name, entry, now: now)
-            if let state, status.state != state { continue }
-            if page.count == limit { return (page, page.last?.domain) }
+            if let state, status.state != state { return true }
+            if page.count == limit { return false }  // one more matches: there is a next page
             page.append(status)
+            return true
+        }
+        while true {
+            let rows = (try? await store.hosts(after: cursor, containing: query, limit: batch)) ?? []
+            for row in rows {
+                listed.insert(row.name)
+                guard consider(row.name, memory[row.name] ?? Self.entry(row, nil)) else { return (page, page.last?.domain) }
+            }
+            guard rows.count == batch, let last = rows.last?.name else { break }
+            cursor = last
+        }
+        let memoryOnly = memory.filter { name, entry in
+            !listed.contains(name) && (entry.storedVersion != nil || entry.failure != nil)
+                && (after.map { name > $0 } ?? true) && (query.map { $0.isEmpty || name.contains($0) } ?? true)
+        }.keys.sorted()
+        for name in memoryOnly {
+            guard consider(name, memory[name]!) else { return (page, page.last?.domain) }
         }
         return (page, nil)
     }

@@ -11,6 +11,8 @@ public protocol SnapshotStoring: Sendable {
     func host(_ name: String) async throws -> (StoredHost, StoredSnapshot?)?
     /// Every host, by name, with its current snapshot's app IDs.
     func hosts() async throws -> [StoredHost]
+    /// One page of hosts by name: after `after`, containing `containing`, at most `limit`.
+    func hosts(after: String?, containing: String?, limit: Int) async throws -> [StoredHost]
     /// A 200: a new version when the bytes are new (content-addressed), else the current one confirmed.
     func recordSuccess(host name: String, body: [UInt8], sha256: String, etag: String?, lastModified: String?,
                        contentType: String?, cacheControl: String?, valid: Bool, diagnostics: String,

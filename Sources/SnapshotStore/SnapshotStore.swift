@@ -341,6 +341,30 @@ public final class SnapshotStore: Sendable {
         }
     }
 
+    /// Hosts by name after `after`, whose name contains `containing`, at most `limit`: one page of
+    /// the admin list, read through the primary key's order (no full scan and sort per page).
+    public func hosts(after: String?, containing: String?, limit: Int) throws -> [StoredHost] {
+        try pool.read { db in
+            var conditions: [String] = []
+            var arguments: [any DatabaseValueConvertible] = []
+            if let after {
+                conditions.append("host.name > ?")
+                arguments.append(after)
+            }
+            if let containing, !containing.isEmpty {
+                conditions.append("instr(host.name, ?) > 0")
+                arguments.append(containing)
+            }
+            arguments.append(limit)
+            return try Row.fetchAll(db, sql: """
+                SELECT host.*, snapshot.appIDs AS currentAppIDs FROM host
+                LEFT JOIN snapshot ON snapshot.host = host.name AND snapshot.version = host.currentVersion
+                \(conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND "))
+                ORDER BY host.name LIMIT ?
+                """, arguments: StatementArguments(arguments)).map { row in Self.host(row, appIDs: Self.decodeList(row["currentAppIDs"])) }
+        }
+    }
+
     private static func host(_ row: Row, appIDs: [String]) -> StoredHost {
         var failure: StoredFailure?
         if let reason: String = row["failureReason"], let at: Double = row["failureAt"] {

@@ -53,6 +53,12 @@ actor InMemoryStore: SnapshotStoring {
         }
     }
 
+    func hosts(after: String?, containing: String?, limit: Int) async throws -> [StoredHost] {
+        Array(try await hosts().filter { host in
+            (after.map { host.name > $0 } ?? true) && (containing.map { $0.isEmpty || host.name.contains($0) } ?? true)
+        }.prefix(limit))
+    }
+
     func recordSuccess(host name: String, body: [UInt8], sha256: String, etag: String?, lastModified: String?, contentType: String?,
                        cacheControl: String?, valid: Bool, diagnostics: String, appIDs: [String], fetch: FetchRecord) async throws -> RecordedFetch {
         writes += 1
