@@ -165,7 +165,8 @@ public final class Edge: Sendable {
     private let entries: Locked<MemoryCache>
     let ledger: ServedLedger
     public let metrics: EdgeMetrics
-    private let inflight = Locked<[String: Task<AppliedFetch, Never>]>([:])
+    /// One origin fetch per host at a time.
+    private let fetches = LocalSingleFlight<AppliedFetch>()
     private let limiter: AsyncLimiter
     /// `--origin-concurrency` slots for fetches that clients wait for.
     private let originSlots: SlotLimiter
@@ -378,16 +379,9 @@ public final class Edge: Sendable {
     /// One origin fetch per host at a time: a caller joins the fetch in flight, if any.
     /// Returns what the fetch did and whether this caller joined someone else's fetch.
     func sharedFetch(_ host: OriginHost, trigger: String) async -> (AppliedFetch, collapsed: Bool) {
-        let key = host.description
-        let (task, leader) = inflight.withLock { map -> (Task<AppliedFetch, Never>, Bool) in
-            if let running = map[key] { return (running, false) }
-            let task = Task { await self.fetchAndApply(host, trigger: trigger) }
-            map[key] = task
-            return (task, true)
-        }
-        let applied = await task.value
-        if leader { inflight.withLock { $0[key] = nil } } else { metrics.coalesced() }
-        return (applied, !leader)
+        let (applied, joined) = await fetches.run(host.description) { await self.fetchAndApply(host, trigger: trigger) }
+        if joined { metrics.coalesced() }
+        return (applied, joined)
     }
 
     /// The one background refetch the state machine asked for (it asks again only after
