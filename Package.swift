@@ -4,6 +4,7 @@ import PackageDescription
 // Module map (see README "Architecture"):
 //   AASAEngine     pure AASA engine: JSON, validation, matcher, diff. No I/O, no dependencies.
 //   CCurlShim      typed C wrappers for libcurl's variadic calls (only OriginFetcher imports it).
+//   EdgeModel      shared value types: origin host, failure codes, fetch results, digests, store records.
 //   OriginFetcher  origin fetches with Apple's rules; the only code touching libcurl.
 //   CachePolicy    pure freshness decisions and the request outcome enum (injected clock).
 //   SnapshotStore  versioned snapshots, host state, fetch log in SQLite; the only code touching SQLite.
@@ -30,16 +31,17 @@ let package = Package(
     ],
     targets: [
         .target(name: "AASAEngine"),
+        .target(name: "EdgeModel", dependencies: ["AASAEngine"]),
         .target(name: "CCurlShim", linkerSettings: [.linkedLibrary("curl")]),
-        .target(name: "OriginFetcher", dependencies: ["AASAEngine", "CCurlShim"]),
+        .target(name: "OriginFetcher", dependencies: ["AASAEngine", "EdgeModel", "CCurlShim"]),
         .target(name: "CachePolicy"),
-        .target(name: "SnapshotStore", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "SnapshotStore", dependencies: ["EdgeModel", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(name: "EdgeCore", dependencies: [
-            "AASAEngine", "CachePolicy", "OriginFetcher", "SnapshotStore", .product(name: "Logging", package: "swift-log"),
+            "AASAEngine", "CachePolicy", "EdgeModel", "OriginFetcher", "SnapshotStore", .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
         ]),
         .target(name: "EdgeHTTP", dependencies: [
-            "AASAEngine", "CachePolicy", "EdgeCore", "OriginFetcher",
+            "AASAEngine", "CachePolicy", "EdgeCore", "EdgeModel",
             .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
@@ -55,6 +57,7 @@ let package = Package(
                 "CachePolicy",
                 "EdgeCore",
                 "EdgeHTTP",
+                "EdgeModel",
                 "OriginFetcher",
                 "SnapshotStore",
                 .product(name: "Logging", package: "swift-log"),
@@ -68,15 +71,15 @@ let package = Package(
         .testTarget(name: "AASAEngineTests", dependencies: ["AASAEngine", "TestSupport"]),
         // The real HTTPS test origin, shared by the fetcher tests and every edge test.
         .target(name: "TestOrigin", dependencies: ["AASAEngine"], path: "Tests/TestOrigin", exclude: ["test-origin.py"]),
-        .testTarget(name: "OriginFetcherTests", dependencies: ["OriginFetcher", "AASAEngine", "TestOrigin"]),
+        .testTarget(name: "OriginFetcherTests", dependencies: ["OriginFetcher", "EdgeModel", "AASAEngine", "TestOrigin"]),
         .testTarget(name: "CachePolicyTests", dependencies: ["CachePolicy", "TestSupport"]),
-        .testTarget(name: "SnapshotStoreTests", dependencies: ["SnapshotStore"]),
+        .testTarget(name: "SnapshotStoreTests", dependencies: ["SnapshotStore", "EdgeModel"]),
         .testTarget(name: "EdgeCoreTests", dependencies: [
-            "AASAEngine", "EdgeCore", "CachePolicy", "SnapshotStore", "OriginFetcher", "TestOrigin",
+            "AASAEngine", "EdgeCore", "EdgeModel", "CachePolicy", "SnapshotStore", "OriginFetcher", "TestOrigin",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .testTarget(name: "EdgeHTTPTests", dependencies: ["EdgeHTTP"]),
-        .testTarget(name: "EdgeTests", dependencies: ["AASAEngine", "OriginFetcher", "SnapshotStore", "TestOrigin", "TestSupport"]),
+        .testTarget(name: "EdgeHTTPTests", dependencies: ["EdgeHTTP", "EdgeModel"]),
+        .testTarget(name: "EdgeTests", dependencies: ["AASAEngine", "EdgeModel", "OriginFetcher", "SnapshotStore", "TestOrigin", "TestSupport"]),
         .testTarget(name: "AASAEdgeCLITests", dependencies: ["AASAEngine", "TestOrigin"]),
     ]
 )

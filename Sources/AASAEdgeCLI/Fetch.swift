@@ -1,6 +1,7 @@
 import AASAEngine
 import ArgumentParser
 import Foundation
+import EdgeModel
 import OriginFetcher
 
 /// The fetch flags shared by `fetch`, `serve` and `probe`.

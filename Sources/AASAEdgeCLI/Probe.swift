@@ -2,6 +2,7 @@ import AASAEngine
 import ArgumentParser
 import EdgeCore
 import Foundation
+import EdgeModel
 import OriginFetcher
 import SnapshotStore
 

@@ -5,6 +5,7 @@ import EdgeHTTP
 import Foundation
 import Logging
 import Metrics
+import EdgeModel
 import OriginFetcher
 import Prometheus
 import SnapshotStore

@@ -2,6 +2,7 @@ import AASAEngine
 import CachePolicy
 import Foundation
 import Logging
+import EdgeModel
 import OriginFetcher
 import SnapshotStore
 

@@ -1,5 +1,6 @@
 import CachePolicy
 import Metrics
+import EdgeModel
 import OriginFetcher
 
 /// The edge's metrics, through swift-metrics (a Prometheus factory in `serve`). Every metric is

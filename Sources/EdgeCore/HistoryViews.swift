@@ -1,4 +1,5 @@
 import AASAEngine
+import EdgeModel
 import SnapshotStore
 
 /// The history views of a host — stored versions, one version's bytes, the semantic diff of two

@@ -1,4 +1,5 @@
 import Foundation
+import EdgeModel
 import SnapshotStore
 
 /// Text for HTML and SVG: the five markup characters escaped, control characters replaced.

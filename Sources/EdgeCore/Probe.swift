@@ -1,6 +1,7 @@
 import AASAEngine
 import CachePolicy
 import Foundation
+import EdgeModel
 import OriginFetcher
 import SnapshotStore
 

@@ -1,4 +1,5 @@
 import AASAEngine
+import EdgeModel
 import SnapshotStore
 
 /// One origin change seen by a probe and when the CDN first served the same content.

@@ -1,4 +1,5 @@
 import CachePolicy
+import EdgeModel
 import OriginFetcher
 import SnapshotStore
 

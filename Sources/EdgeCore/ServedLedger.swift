@@ -1,6 +1,7 @@
 import CachePolicy
 import Foundation
 import Logging
+import EdgeModel
 import SnapshotStore
 
 /// Which version was served, when, to which client: recorded for the propagation ledger without

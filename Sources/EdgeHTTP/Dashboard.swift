@@ -1,11 +1,10 @@
 import AASAEngine
 import EdgeCore
+import EdgeModel
 import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
-import OriginFetcher
-import SnapshotStore
 
 /// The read-only HTML dashboard: hosts with their state, and per host the stored versions, diffs,
 /// the fetch log and the propagation timeline. Plain server-rendered HTML and inline SVG, no

@@ -1,13 +1,13 @@
 import AASAEngine
 import CachePolicy
 import EdgeCore
+import EdgeModel
 import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
 import NIOPosix
-import OriginFetcher
 
 /// The HTTP face of the edge: Apple's CDN routes, the admin API, health. It translates requests
 /// and `EdgeReply` values into responses; every decision is made by `Edge` and `CachePolicy`.

@@ -1,12 +1,12 @@
 import CachePolicy
 import EdgeCore
+import EdgeModel
 import HTTPTypes
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
-import OriginFetcher
 
 /// Answers client requests the edge can serve from memory (a fresh copy, a cached failure) from
 /// the raw bytes, at the very front of the connection's pipeline: no HTTP parser object, no

@@ -1,3 +1,4 @@
+import EdgeModel
 /// Which addresses an origin fetch may connect to. Apple's CDN refuses private and reserved
 /// addresses (`SWCERR00202`); so does the edge, unless the lab flag allows them. The check runs
 /// on the address actually being connected to, so a DNS answer that changes between lookups

@@ -1,3 +1,4 @@
+import EdgeModel
 import CCurlShim
 import Foundation
 

@@ -1,3 +1,4 @@
+import EdgeModel
 import AASAEngine
 import CachePolicy
 import EdgeCore

@@ -1,3 +1,4 @@
+import EdgeModel
 import AASAEngine
 import EdgeCore
 import SnapshotStore

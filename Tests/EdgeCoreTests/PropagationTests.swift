@@ -1,3 +1,4 @@
+import EdgeModel
 @testable import EdgeCore
 import SnapshotStore
 import Testing

@@ -1,6 +1,7 @@
 import AASAEngine
 import Dispatch
 import Foundation
+import EdgeModel
 import OriginFetcher
 import SnapshotStore
 import TestOrigin

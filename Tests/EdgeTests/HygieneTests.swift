@@ -1,5 +1,6 @@
 import AASAEngine
 import Foundation
+import EdgeModel
 import OriginFetcher
 import SnapshotStore
 import TestOrigin

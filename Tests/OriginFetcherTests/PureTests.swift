@@ -1,3 +1,4 @@
+import EdgeModel
 import Testing
 import AASAEngine
 @testable import OriginFetcher

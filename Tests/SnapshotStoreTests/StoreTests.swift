@@ -1,3 +1,4 @@
+import EdgeModel
 import Foundation
 @testable import SnapshotStore
 import Testing

@@ -99,7 +99,7 @@ public struct LocalProblem: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The shortage an `errno` from `socket()` stands for, if it is one.
-    static func from(socketErrno error: Int32) -> LocalProblem? {
+    public static func from(socketErrno error: Int32) -> LocalProblem? {
         switch error {
         case EMFILE, ENFILE: return LocalProblem(.fileDescriptors, cause: "socket(): " + String(cString: strerror(error)))
         case ENOBUFS, ENOMEM: return LocalProblem(.memory, cause: "socket(): " + String(cString: strerror(error)))
@@ -133,7 +133,7 @@ public struct Validators: Sendable, Equatable {
         self.etag = etag
         self.lastModified = lastModified
     }
-    var isEmpty: Bool { etag == nil && lastModified == nil }
+    public var isEmpty: Bool { etag == nil && lastModified == nil }
 }
 
 public struct FetchResult: Sendable {
@@ -189,45 +189,6 @@ public struct FetchResult: Sendable {
 
     /// True when the edge would serve this body.
     public var isUsable: Bool { outcome == .fetched }
-}
-
-/// Standard reason phrases, for status lines that arrive without one.
-enum StatusPhrase {
-    static func standard(_ code: Int) -> String {
-        switch code {
-        case 100: return "Continue"
-        case 200: return "OK"
-        case 201: return "Created"
-        case 202: return "Accepted"
-        case 203: return "Non-Authoritative Information"
-        case 204: return "No Content"
-        case 206: return "Partial Content"
-        case 300: return "Multiple Choices"
-        case 301: return "Moved Permanently"
-        case 302: return "Found"
-        case 303: return "See Other"
-        case 304: return "Not Modified"
-        case 307: return "Temporary Redirect"
-        case 308: return "Permanent Redirect"
-        case 400: return "Bad Request"
-        case 401: return "Unauthorized"
-        case 403: return "Forbidden"
-        case 404: return "Not Found"
-        case 405: return "Method Not Allowed"
-        case 406: return "Not Acceptable"
-        case 408: return "Request Timeout"
-        case 410: return "Gone"
-        case 418: return "I'm a teapot"
-        case 429: return "Too Many Requests"
-        case 451: return "Unavailable For Legal Reasons"
-        case 500: return "Internal Server Error"
-        case 501: return "Not Implemented"
-        case 502: return "Bad Gateway"
-        case 503: return "Service Unavailable"
-        case 504: return "Gateway Timeout"
-        default: return "Unknown"
-        }
-    }
 }
 
 /// What a plain GET of a URL saw: the probe's view of a CDN. No policy is applied to it.
