@@ -8,6 +8,7 @@ import PackageDescription
 //   OriginFetcher  origin fetches with Apple's rules; the only code touching libcurl.
 //   CachePolicy    pure freshness decisions and the request outcome enum (injected clock).
 //   SnapshotStore  versioned snapshots, host state, fetch log in SQLite; the only code touching SQLite.
+//   PropagationAnalysis  the probe (origin vs a CDN over time) and the propagation analysis of the ledger.
 //   EdgeCore       the caching edge: memory copies, coalesced origin fetches, admin operations.
 //   EdgeHTTP       Hummingbird routes: translates requests and EdgeCore replies, no policy.
 //   AASAEdgeCLI    the `aasa-edge` executable: argument parsing and wiring only.
@@ -36,12 +37,13 @@ let package = Package(
         .target(name: "OriginFetcher", dependencies: ["AASAEngine", "EdgeModel", "CCurlShim"]),
         .target(name: "CachePolicy"),
         .target(name: "SnapshotStore", dependencies: ["EdgeModel", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "PropagationAnalysis", dependencies: ["AASAEngine", "CachePolicy", "EdgeModel", "OriginFetcher", "SnapshotStore"]),
         .target(name: "EdgeCore", dependencies: [
-            "AASAEngine", "CachePolicy", "EdgeModel", "OriginFetcher", "SnapshotStore", .product(name: "Logging", package: "swift-log"),
+            "AASAEngine", "CachePolicy", "EdgeModel", "OriginFetcher", "PropagationAnalysis", "SnapshotStore", .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
         ]),
         .target(name: "EdgeHTTP", dependencies: [
-            "AASAEngine", "CachePolicy", "EdgeCore", "EdgeModel",
+            "AASAEngine", "CachePolicy", "EdgeCore", "EdgeModel", "PropagationAnalysis",
             .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
@@ -58,6 +60,7 @@ let package = Package(
                 "EdgeCore",
                 "EdgeHTTP",
                 "EdgeModel",
+                "PropagationAnalysis",
                 "OriginFetcher",
                 "SnapshotStore",
                 .product(name: "Logging", package: "swift-log"),
@@ -75,10 +78,11 @@ let package = Package(
         .testTarget(name: "CachePolicyTests", dependencies: ["CachePolicy", "TestSupport"]),
         .testTarget(name: "SnapshotStoreTests", dependencies: ["SnapshotStore", "EdgeModel"]),
         .testTarget(name: "EdgeCoreTests", dependencies: [
-            "AASAEngine", "EdgeCore", "EdgeModel", "CachePolicy", "SnapshotStore", "OriginFetcher", "TestOrigin",
+            "AASAEngine", "EdgeCore", "EdgeModel", "CachePolicy", "SnapshotStore", "OriginFetcher", "PropagationAnalysis", "TestOrigin",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "EdgeHTTPTests", dependencies: ["EdgeHTTP", "EdgeModel"]),
+        .testTarget(name: "PropagationAnalysisTests", dependencies: ["PropagationAnalysis", "EdgeHTTP", "EdgeModel", "AASAEngine", "SnapshotStore", "TestOrigin"]),
         .testTarget(name: "EdgeTests", dependencies: ["AASAEngine", "EdgeModel", "OriginFetcher", "SnapshotStore", "TestOrigin", "TestSupport"]),
         .testTarget(name: "AASAEdgeCLITests", dependencies: ["AASAEngine", "TestOrigin"]),
     ]

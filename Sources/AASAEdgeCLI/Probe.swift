@@ -3,6 +3,8 @@ import ArgumentParser
 import EdgeCore
 import Foundation
 import EdgeModel
+import EdgeHTTP
+import PropagationAnalysis
 import OriginFetcher
 import SnapshotStore
 

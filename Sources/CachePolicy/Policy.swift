@@ -1,3 +1,5 @@
+import Foundation
+
 /// The edge's TTLs (seconds).
 public struct CacheConfiguration: Sendable, Equatable {
     /// A successful fetch stays fresh this long.
@@ -128,3 +130,10 @@ public protocol WallClock: Sendable {
     /// Unix seconds.
     func now() -> Double
 }
+
+/// The system wall clock.
+public struct SystemClock: WallClock {
+    public init() {}
+    public func now() -> Double { Date().timeIntervalSince1970 }
+}
+

@@ -3,6 +3,7 @@ import CachePolicy
 import Foundation
 import Logging
 import EdgeModel
+import PropagationAnalysis
 import OriginFetcher
 import SnapshotStore
 

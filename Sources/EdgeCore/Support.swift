@@ -92,27 +92,3 @@ final class SlotLimiter: Sendable {
     /// Slots free right now (tests).
     var available: Int { state.withLock { $0.available } }
 }
-
-/// The system wall clock.
-public struct SystemClock: WallClock {
-    public init() {}
-    public func now() -> Double { Date().timeIntervalSince1970 }
-}
-
-/// RFC 3339 times in UTC, as the contract's JSON and the CLI print them.
-public enum RFC3339 {
-    /// Whole seconds (truncated), UTC: `2026-11-21T06:04:08Z`.
-    public static func string(_ unixSeconds: Double) -> String {
-        var t = time_t(unixSeconds.rounded(.down))
-        var c = tm()
-        gmtime_r(&t, &c)
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02dZ", c.tm_year + 1900, c.tm_mon + 1, c.tm_mday, c.tm_hour, c.tm_min, c.tm_sec)
-    }
-
-    /// With milliseconds: `2026-11-21T06:04:08.250Z` (for measurements finer than a second).
-    public static func milliseconds(_ unixSeconds: Double) -> String {
-        let whole = unixSeconds.rounded(.down)
-        let millis = min(999, Int(((unixSeconds - whole) * 1000).rounded(.down)))
-        return String(string(whole).dropLast()) + String(format: ".%03dZ", millis)
-    }
-}

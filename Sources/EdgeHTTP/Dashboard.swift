@@ -1,6 +1,7 @@
 import AASAEngine
 import EdgeCore
 import EdgeModel
+import PropagationAnalysis
 import Foundation
 import HTTPTypes
 import Hummingbird

@@ -1,5 +1,6 @@
 import Foundation
 import EdgeModel
+import PropagationAnalysis
 import SnapshotStore
 
 /// Text for HTML and SVG: the five markup characters escaped, control characters replaced.

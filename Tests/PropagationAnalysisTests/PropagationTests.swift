@@ -1,5 +1,5 @@
 import EdgeModel
-@testable import EdgeCore
+@testable import PropagationAnalysis
 import SnapshotStore
 import Testing
 

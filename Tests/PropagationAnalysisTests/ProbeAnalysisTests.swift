@@ -1,6 +1,7 @@
+import EdgeHTTP
 import EdgeModel
+@testable import PropagationAnalysis
 import AASAEngine
-import EdgeCore
 import SnapshotStore
 import TestOrigin
 import Testing

@@ -49,18 +49,19 @@ public final class Probe: Sendable {
     let fetcher: OriginFetcher
     let store: SnapshotStore
     let clock: any WallClock
-    let stopRequested: Locked<Bool>
+    private let stopLock = NSLock()
+    nonisolated(unsafe) private var stopFlag = false
 
     public init(configuration: ProbeConfiguration, fetcher: OriginFetcher, store: SnapshotStore, clock: any WallClock = SystemClock()) {
         self.configuration = configuration
         self.fetcher = fetcher
         self.store = store
         self.clock = clock
-        stopRequested = Locked(false)
     }
 
     /// Ends the run after the observation in progress (e.g. on SIGINT).
-    public func stop() { stopRequested.withLock { $0 = true } }
+    public func stop() { stopLock.withLock { stopFlag = true } }
+    private var stopRequested: Bool { stopLock.withLock { stopFlag } }
 
     /// Observes every `interval` seconds until `duration` has passed, the CDN has converged (when
     /// asked), or `stop()`. `onTick` receives each pair of observations as it is recorded.
@@ -85,15 +86,15 @@ public final class Probe: Sendable {
             onTick(origin, cdn, changes)
 
             if configuration.untilConverged && ProbeAnalysis.converged(changes) { break }
-            if stopRequested.withLock({ $0 }) { break }
+            if stopRequested { break }
             tick += 1
             let next = start + Double(tick) * configuration.interval
             if next - start > configuration.duration { break }
             // Sleep in short steps so that stop() is honoured promptly.
-            while clock.now() < next, !stopRequested.withLock({ $0 }) {
+            while clock.now() < next, !stopRequested {
                 try? await Task.sleep(nanoseconds: UInt64(min(0.2, max(0.001, next - clock.now())) * 1e9))
             }
-            if stopRequested.withLock({ $0 }) { break }
+            if stopRequested { break }
         }
         return ProbeReport(run: run, startedAt: start, records: records, changes: changes)
     }
