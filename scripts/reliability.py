@@ -566,9 +566,16 @@ def hostile(args, work):
         return [], f"{len(cold)} cold hosts at once, origin 0.5 s each: statuses {statuses}"
 
     phase("cold-hosts", cold_attack)
-    if set(statuses) - {200, 503}:
-        failures.append(f"cold hosts: statuses other than 200 and 503: {statuses}")
     status, _, metrics = edge.request("GET", "/metrics")
+    # Connections beyond --max-connections are closed at once (status 0 here) and counted.
+    match = re.search(rb"aasa_edge_connections_rejected_total (\d+)", metrics)
+    rejected = int(match.group(1)) if match else 0
+    phases[-1]["connectionsRejected"] = rejected
+    if set(statuses) - {200, 503, 0}:
+        failures.append(f"cold hosts: statuses other than 200 and 503: {statuses}")
+    if statuses.get(0, 0) > rejected:
+        failures.append(f"cold hosts: {statuses.get(0, 0)} connections got no answer but only {rejected} were refused by --max-connections")
+    print(f"hostile cold-hosts: {rejected} connections refused by --max-connections {max_connections}", flush=True)
     if b'aasa_edge_origin_failures_total{reason="SWCERR00203"} ' in metrics and not re.search(rb'aasa_edge_origin_failures_total\{reason="SWCERR00203"\} 0(\.0)?\n', metrics):
         failures.append("cold hosts: an origin failure was recorded")
     edge.stop()
