@@ -24,6 +24,11 @@ enum AASAEdgeVersion {
 enum Entry {
     static func main() async {
         do {
+            // No subcommand: the overview on stderr and a usage error (the contract), not a 0.
+            guard CommandLine.arguments.count > 1 else {
+                Console.error(AASAEdge.helpMessage())
+                Foundation.exit(ExitStatus.usage.rawValue)
+            }
             let arguments = try EnvironmentDefaults.apply(to: Array(CommandLine.arguments.dropFirst()),
                                                           environment: ProcessInfo.processInfo.environment)
             var command = try AASAEdge.parseAsRoot(arguments)

@@ -16,7 +16,8 @@ struct OriginOptions: ParsableArguments {
     var caFile: String?
 
     @Option(name: .customLong("origin-timeout"), help: ArgumentHelp("Seconds for the whole origin transfer; decimals allowed.", valueName: "SECONDS"))
-    var originTimeout: Double = 5
+    var originTimeoutArgument: Decimal = 5
+    var originTimeout: Double { originTimeoutArgument.value }
 
     @Flag(name: .customLong("allow-private-origins"), help: "Lab mode: permit origins on private, loopback, link-local or reserved addresses.")
     var allowPrivateOrigins = false

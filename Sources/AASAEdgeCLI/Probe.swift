@@ -36,11 +36,13 @@ struct ProbeCommand: AsyncParsableCommand {
     @Option(name: .customLong("cdn-url"), help: ArgumentHelp("The CDN URL; {host} is replaced. Any aasa-edge works too, e.g. http://127.0.0.1:8080/a/v1/{host}.", valueName: "TEMPLATE"))
     var cdnURL = ProbeConfiguration.appleCDNTemplate
 
-    @Option(help: ArgumentHelp("Seconds between observations; decimals allowed.", valueName: "SECONDS"))
-    var interval: Double = 60
+    @Option(name: .customLong("interval"), help: ArgumentHelp("Seconds between observations; decimals allowed.", valueName: "SECONDS"))
+    var intervalArgument: Decimal = 60
+    var interval: Double { intervalArgument.value }
 
-    @Option(help: ArgumentHelp("Stop after this many seconds.", valueName: "SECONDS"))
-    var duration: Double = 3600
+    @Option(name: .customLong("duration"), help: ArgumentHelp("Stop after this many seconds.", valueName: "SECONDS"))
+    var durationArgument: Decimal = 3600
+    var duration: Double { durationArgument.value }
 
     @Flag(name: .customLong("until-converged"), help: "Stop once the CDN serves the origin's latest content after a change.")
     var untilConverged = false

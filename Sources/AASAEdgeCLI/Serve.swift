@@ -15,8 +15,9 @@ struct Serve: AsyncParsableCommand {
         abstract: "Run the edge: Apple's associated-domains CDN routes in front of your origins.",
         discussion: """
         Routes: GET/HEAD /a/v1/{host} and the host-routed /.well-known/apple-app-site-association \
-        and /apple-app-site-association; the admin API under /admin/v1 (bearer token); /healthz, \
-        /readyz. Logs go to stderr; "listening on http://HOST:PORT" is logged before the first \
+        and /apple-app-site-association; the admin API under /admin/v1 (bearer token); the \
+        dashboard at / (sign in with the admin token); Prometheus metrics at /metrics; /healthz \
+        and /readyz. Logs go to stderr; "listening on http://HOST:PORT" is logged before the first \
         request is accepted. SIGTERM or SIGINT stops the edge gracefully (exit 0).
 
         \(EnvironmentDefaults.help(for: "serve"))
@@ -31,40 +32,45 @@ struct Serve: AsyncParsableCommand {
 /// Every `serve` flag, declared once: parsing, `--help`, validation, and (through
 /// `EnvironmentDefaults`, which reads this group's own description) the `AASA_EDGE_*` variables.
 struct ServeOptions: ParsableArguments {
-    @Option(help: "Listen address.")
+    @Option(help: ArgumentHelp("Listen address.", valueName: "ADDRESS"))
     var host = "127.0.0.1"
 
-    @Option(help: "Listen port (0 picks a free one).")
+    @Option(help: ArgumentHelp("Listen port (0 picks a free one).", valueName: "PORT"))
     var port = 8080
 
     @Option(help: ArgumentHelp("The SQLite store (created with parent folders if missing).", valueName: "FILE"))
     var db = "./var/aasa-edge.sqlite"
 
-    @Option(help: ArgumentHelp("Seconds a successful fetch stays fresh.", valueName: "SECONDS"))
-    var ttl: Double = 3600
+    @Option(name: .customLong("ttl"), help: ArgumentHelp("Seconds a successful fetch stays fresh.", valueName: "SECONDS"))
+    var ttlArgument: Decimal = 3600
+    var ttl: Double { ttlArgument.value }
 
     @Option(name: .customLong("failure-ttl"), help: ArgumentHelp("Seconds a failed fetch is cached before the origin is tried again.", valueName: "SECONDS"))
-    var failureTTL: Double = 1800
+    var failureTTLArgument: Decimal = 1800
+    var failureTTL: Double { failureTTLArgument.value }
 
     @Option(name: .customLong("stale-if-error"), help: ArgumentHelp("Seconds past expiry that the last good copy may still be served when the origin fails.", valueName: "SECONDS"))
-    var staleIfError: Double = 604_800
+    var staleIfErrorArgument: Decimal = 604_800
+    var staleIfError: Double { staleIfErrorArgument.value }
 
     @OptionGroup var origin: OriginOptions
 
     @Option(name: .customLong("allow-domain"), help: ArgumentHelp("Serve only these domains and their subdomains (label boundary). Repeatable.", valueName: "SUFFIX"))
     var allowDomain: [String] = []
 
-    @Option(name: .customLong("refetch-concurrency"), help: "Origin fetches in flight at once for releases and background refreshes.")
+    @Option(name: .customLong("refetch-concurrency"), help: ArgumentHelp("Origin fetches in flight at once for releases and background refreshes.", valueName: "N"))
     var refetchConcurrency = 64
 
-    @Option(name: .customLong("memory-cache-mb"), help: "Bound of the in-memory copy of bodies (each host also counts its strings and entry); least recently used hosts leave memory, never the store.")
+    @Option(name: .customLong("memory-cache-mb"), help: ArgumentHelp("Bound of what is kept per host in memory: host entries (bodies, their strings, the entries) get 7/8, prebuilt hit responses 1/8; least recently used hosts leave memory, never the store.", valueName: "MB"))
     var memoryCacheMB = 64
 
-    @Option(name: .customLong("ledger-retention-days"), help: "Days the propagation ledger keeps a client's record (its first and last answer of each version) after it was last served; older records are deleted every ten minutes.")
-    var ledgerRetentionDays: Double = 30
+    @Option(name: .customLong("ledger-retention-days"), help: ArgumentHelp("Days the propagation ledger keeps a client's record (its first and last answer of each version) after it was last served; older records are deleted every ten minutes.", valueName: "DAYS"))
+    var ledgerRetentionDaysArgument: Decimal = 30
+    var ledgerRetentionDays: Double { ledgerRetentionDaysArgument.value }
 
     @Option(name: .customLong("client-timeout"), help: ArgumentHelp("Seconds a client may take to send a whole request (head and body), and may go without progress (idle keep-alive, answers it does not read) before its connection is closed; 0: never.", valueName: "SECONDS"))
-    var clientTimeout: Double = 60
+    var clientTimeoutArgument: Decimal = 60
+    var clientTimeout: Double { clientTimeoutArgument.value }
 
     @Option(name: .customLong("origin-concurrency"), help: ArgumentHelp("Origin fetches in flight at once for client-triggered misses, all hosts together; a request beyond it waits for a slot up to --origin-timeout, then gets 503 with Retry-After: 1.", valueName: "N"))
     var originConcurrency = 256

@@ -136,8 +136,15 @@ struct DashboardRoutes: Sendable {
             \(rows)</tbody>
             </table>
             """
-        return "<h2>Hosts (\(domains.count))</h2>\n" + table
+        return "<h2>Hosts (\(domains.count))</h2>\n" + Self.stateKey + table
     }
+
+    /// One colour and one word per state, everywhere on the dashboard.
+    static let stateKey = """
+        <p class="key"><span class="state-fresh">fresh: within --ttl</span><span class="state-stale">stale: past --ttl, refetched on the next request</span>\
+        <span class="state-failing">failing: the last fetch failed</span><span class="state-purged">purged: purged by an operator</span></p>
+
+        """
 
     func hostPage(_ host: OriginHost, _ status: DomainStatus) async throws -> String {
         let now = Date().timeIntervalSince1970
@@ -213,7 +220,9 @@ struct DashboardRoutes: Sendable {
             table { border-collapse: collapse; margin-bottom: 1.2rem; } th, td { border-bottom: 1px solid #e4e4e4; padding: 0.3rem 0.7rem; text-align: left; vertical-align: top; }
             th { background: #f4f4f4; } code, pre { font-family: ui-monospace, monospace; font-size: 0.9em; }
             pre { background: #f7f7f7; padding: 0.8rem; overflow: auto; max-width: 100%; white-space: pre-wrap; }
-            .state-fresh, .outcome-updated { color: #1b7a2e; } .state-stale, .state-failing, .outcome-failed { color: #b3261e; }
+            .state-fresh, .outcome-updated { color: #1b7a2e; } .state-stale { color: #8a5a00; }
+            .state-failing, .outcome-failed { color: #b3261e; } .state-purged { color: #5f5f5f; }
+            .key span { margin-right: 1rem; }
             .error { color: #b3261e; } svg { max-width: 100%; height: auto; }
             </style>
             </head>

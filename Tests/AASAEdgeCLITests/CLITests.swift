@@ -89,6 +89,21 @@ func json(_ text: String) throws -> JSONObject {
         }
     }
 
+    /// No subcommand: the overview on stderr and exit 2 (the contract); help defaults read as
+    /// the numbers they are (`3600`, not `3600.0`) and every value has a placeholder.
+    @Test func noSubcommandAndHelpTexts() throws {
+        let bare = try Binary.run([])
+        #expect(bare.status == 2)
+        #expect(bare.stdout.isEmpty && bare.stderr.contains("SUBCOMMANDS"))
+        let serve = try Binary.run(["serve", "--help"])
+        #expect(serve.status == 0)
+        #expect(serve.stdout.contains("3600)") && !serve.stdout.contains("3600.0"))
+        #expect(serve.stdout.contains("/metrics") && serve.stdout.contains("dashboard"))
+        let placeholders = serve.stdout.split(separator: "\n").filter { $0.hasPrefix("  --") && $0.contains(" <") }
+        #expect(placeholders.allSatisfy { line in line.range(of: #"<[A-Z][A-Z0-9:.-]*>"#, options: .regularExpression) != nil },
+                "lowercase placeholders: \(placeholders.filter { $0.range(of: #"<[A-Z]"#, options: .regularExpression) == nil })")
+    }
+
     @Test func version() throws {
         let r = try Binary.run(["--version"])
         #expect(r.status == 0)

@@ -87,6 +87,23 @@ import Testing
         #expect(logout.status == 303 && logout["set-cookie"]?.contains("Max-Age=0") == true)
     }
 
+    /// Each state has its own colour and word, with a key (before: stale and failing were the same red).
+    @Test func statesHaveDistinctColoursAndAKey() throws {
+        let edge = try startEdge(hosts: [])
+        defer { edge.stop() }
+        let login = try TestHTTP.request(port: edge.port, method: "POST", path: "/login",
+                                         headers: ["Content-Type": "application/x-www-form-urlencoded"], body: "token=\(edge.adminToken)")
+        let cookie = try #require(login["set-cookie"]?.split(separator: ";").first.map(String.init))
+        let page = try edge.get("/", headers: ["Cookie": cookie]).text
+        var colours: [String: String] = [:]
+        for state in ["fresh", "stale", "failing", "purged"] {
+            let rule = try #require(page.range(of: #"\.state-\#(state)[^{]*\{ color: (#[0-9a-f]{6})"#, options: .regularExpression), "no colour for \(state)")
+            colours[state] = String(page[rule].suffix(7))
+            #expect(page.contains("<span class=\"state-\(state)\">\(state):"), "no key entry for \(state)")
+        }
+        #expect(Set(colours.values).count == 4, "states share colours: \(colours)")
+    }
+
     @Test func readinessWritesToTheStore() throws {
         let edge = try startEdge(hosts: [])
         defer { edge.stop() }
