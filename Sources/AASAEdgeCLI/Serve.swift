@@ -84,6 +84,12 @@ struct ServeOptions: ParsableArguments {
     @Option(name: .customLong("event-loops"), help: ArgumentHelp("Threads answering client connections; 0: one per core. Fewer than the cores leaves CPU to other work on the machine (a load generator, the origin).", valueName: "N"))
     var eventLoops = 0
 
+    @Option(name: .customLong("tls-cert"), help: ArgumentHelp("Serve HTTPS on --port with this certificate chain (with --tls-key); the start-up line then says https://.", valueName: "PEM"))
+    var tlsCert: String?
+
+    @Option(name: .customLong("tls-key"), help: ArgumentHelp("The private key for --tls-cert.", valueName: "PEM"))
+    var tlsKey: String?
+
     @Option(name: .customLong("admin-token"), help: ArgumentHelp("Bearer token for /admin/v1. When absent: reuse <db folder>/admin-token (refused when group or others can read it), else generate one and write it there (mode 0600); the token is never printed.", valueName: "TOKEN"))
     var adminToken: String?
 
@@ -97,6 +103,7 @@ struct ServeOptions: ParsableArguments {
         guard originConcurrency >= 1 else { throw ValidationError("--origin-concurrency must be at least 1") }
         guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1") }
         guard maxTrackedClients >= 1 else { throw ValidationError("--max-tracked-clients must be at least 1") }
+        guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
         guard (0...256).contains(eventLoops) else { throw ValidationError("--event-loops must be 0 (one per core) to 256") }
     }
 
@@ -124,13 +131,18 @@ struct ServeOptions: ParsableArguments {
                                                          originConcurrency: originConcurrency, maxTrackedClients: maxTrackedClients),
                         store: store, fetcher: fetcher, logger: logger)
         let listenHost = host
-        let app = EdgeServer.application(edge: edge, adminToken: token, host: host, port: port,
-                                         clientTimeout: clientTimeout > 0 ? clientTimeout : nil,
-                                         eventLoops: eventLoops > 0 ? eventLoops : nil, maxConnections: maxConnections, logger: logger,
-                                         metricsText: { registry.emitToBuffer() }) { boundPort in
-            logger.notice("listening on http://\(listenHost):\(boundPort)")
+        let tls = tlsCert.flatMap { cert in tlsKey.map { (certificate: cert, key: $0) } }
+        for file in [tlsCert, tlsKey].compactMap({ $0 }) where !FileManager.default.isReadableFile(atPath: file) {
+            throw CLIFailure.io("cannot read \(file)")
         }
+        let scheme = tls == nil ? "http" : "https"
         do {
+            let app = try EdgeServer.application(edge: edge, adminToken: token, host: host, port: port,
+                                             clientTimeout: clientTimeout > 0 ? clientTimeout : nil,
+                                             eventLoops: eventLoops > 0 ? eventLoops : nil, maxConnections: maxConnections, tls: tls,
+                                             logger: logger, metricsText: { registry.emitToBuffer() }) { boundPort in
+                logger.notice("listening on \(scheme)://\(listenHost):\(boundPort)")
+            }
             try await app.runService()
         } catch {
             throw CLIFailure.io("the server stopped: \(error)")

@@ -20,6 +20,8 @@ struct DashboardRoutes: Sendable {
     let edge: Edge
     let token: String
     let sessions = DashboardSessions()
+    /// Served over HTTPS: the session cookie is `Secure`.
+    var secure = false
 
     static let cookieName = "aasa_edge_session"
 
@@ -41,6 +43,7 @@ struct DashboardRoutes: Sendable {
             let id = sessions.open(now: Date().timeIntervalSince1970)
             var response = Self.redirect("/")
             response.headers[.setCookie] = "\(Self.cookieName)=\(id); Path=/; HttpOnly; SameSite=Strict; Max-Age=\(Int(DashboardSessions.lifetime))"
+                + (secure ? "; Secure" : "")
             return response
         }
         router.post("/logout") { request, _ in

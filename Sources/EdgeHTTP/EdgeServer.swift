@@ -5,6 +5,8 @@ import EdgeModel
 import Foundation
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
 import Logging
 import NIOCore
 import NIOPosix
@@ -18,10 +20,12 @@ public enum EdgeServer {
     ///     head (slowloris, idle keep-alive) before it is closed; nil: never.
     ///   - eventLoops: threads serving connections; nil: NIO's shared group, one per core.
     ///   - maxConnections: open client connections; beyond it new ones are closed at once.
+    ///   - tls: PEM files of the certificate chain and private key: serve HTTPS instead of HTTP.
     public static func application(edge: Edge, adminToken: String, host: String, port: Int, clientTimeout: Double? = 60,
-                                   eventLoops: Int? = nil, maxConnections: Int = 10_000, logger: Logger,
+                                   eventLoops: Int? = nil, maxConnections: Int = 10_000,
+                                   tls: (certificate: String, key: String)? = nil, logger: Logger,
                                    metricsText: @escaping @Sendable () -> [UInt8],
-                                   onListening: @escaping @Sendable (Int) -> Void) -> some ApplicationProtocol {
+                                   onListening: @escaping @Sendable (Int) -> Void) throws -> some ApplicationProtocol {
         let router = Router(context: EdgeRequestContext.self)
         router.add(middleware: RequireHost())
         let client = ClientRoutes(edge: edge)
@@ -51,10 +55,20 @@ public enum EdgeServer {
                             body: .init(byteBuffer: ByteBuffer(bytes: metricsText())))
         }
         AdminRoutes(edge: edge, token: adminToken).register(on: router.group("/admin/v1"))
-        DashboardRoutes(edge: edge, token: adminToken).register(on: router)
+        DashboardRoutes(edge: edge, token: adminToken, secure: tls != nil).register(on: router)
+        let http1 = HTTPServerBuilder.http1(configuration: .init(additionalChannelHandlers: [
+            RequestTracker(edge: edge, cache: hitCache, clientTimeout: idle, limit: connections),
+        ]))
+        var server = http1
+        if let tls {
+            let configuration = TLSConfiguration.makeServerConfiguration(
+                certificateChain: try NIOSSLCertificate.fromPEMFile(tls.certificate).map { .certificate($0) },
+                privateKey: .privateKey(try NIOSSLPrivateKey(file: tls.key, format: .pem)))
+            server = try .tls(http1, tlsConfiguration: configuration)
+        }
         return Application(
             router: router,
-            server: .http1(configuration: .init(additionalChannelHandlers: [RequestTracker(edge: edge, cache: hitCache, clientTimeout: idle, limit: connections)])),
+            server: server,
             configuration: ApplicationConfiguration(address: .hostname(host, port: port), backlog: 2048),
             onServerRunning: { channel in onListening(channel.localAddress?.port ?? port) },
             // A group of its own lives as long as the process (the server runs until exit).

@@ -193,4 +193,45 @@ import Testing
         let after = try edge.get("/a/v1/\(host)")
         #expect(after.status == 404, "after a restart the purged copy came back: \(after.status) \(after.headers)")
     }
+
+    /// `--tls-cert`/`--tls-key`: the edge serves HTTPS (checked by a client that trusts only the
+    /// test CA), hits included, and the dashboard's session cookie is `Secure`.
+    @Test func servesHTTPS() throws {
+        let host = "tls-served.lab.test"
+        try origin.serve(host, body: aasaBody())
+        let edge = try startEdge(hosts: [host], extra: ["--tls-cert", origin.labCertificate, "--tls-key", origin.labCertificate])
+        defer { edge.stop() }
+        #expect(edge.log.contains("listening on https://127.0.0.1:\(edge.port)"))
+        let script = """
+            import http.client, ssl, sys
+            ctx = ssl.create_default_context(cafile=sys.argv[1])
+            def get(method, path, body=None, headers={}):
+                c = http.client.HTTPSConnection("127.0.0.1", int(sys.argv[2]), context=ctx, timeout=10)
+                c.sock = ctx.wrap_socket(__import__("socket").create_connection(("127.0.0.1", int(sys.argv[2]))), server_hostname="edge.lab.test")
+                c.request(method, path, body, headers)
+                r = c.getresponse(); r.read()
+                return r
+            for _ in range(2):
+                r = get("GET", "/a/v1/" + sys.argv[3])
+                print(r.status, r.getheader("X-Cache"))
+            r = get("POST", "/login", "token=" + sys.argv[4], {"Content-Type": "application/x-www-form-urlencoded"})
+            print(r.status, r.getheader("Set-Cookie"))
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", script, origin.caFile, String(edge.port), host, edge.adminToken]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        process.waitUntilExit()
+        let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n").map(String.init)
+        #expect(lines.count == 3, "\(lines)")
+        #expect(lines.first == "200 miss" && lines.dropFirst().first == "200 hit-fresh", "\(lines)")
+        #expect(lines.last?.hasPrefix("303 ") == true && lines.last?.contains("; Secure") == true, "\(lines)")
+        // Plain HTTP on the HTTPS port gets no HTTP answer.
+        let plain = String(decoding: try TestHTTP.exchange(port: edge.port, Array("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".utf8)), as: UTF8.self)
+        #expect(!plain.hasPrefix("HTTP/1.1 200"))
+    }
 }
+

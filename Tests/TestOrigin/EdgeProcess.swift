@@ -132,7 +132,7 @@ public final class EdgeProcess: @unchecked Sendable {
         var found: Int?
         while found == nil && Date() < deadline && process.isRunning {
             let log = (try? String(contentsOf: stderrFile, encoding: .utf8)) ?? ""
-            if let range = log.range(of: #"listening on http://127\.0\.0\.1:(\d+)"#, options: .regularExpression) {
+            if let range = log.range(of: #"listening on https?://127\.0\.0\.1:(\d+)"#, options: .regularExpression) {
                 found = Int(log[range].split(separator: ":").last ?? "")
             } else {
                 usleep(20_000)

@@ -56,6 +56,9 @@ public final class TestOrigin: @unchecked Sendable {
         try? FileManager.default.removeItem(at: workdir)
     }
 
+    /// The origin's own certificate and key (one PEM file) for `*.lab.test`, signed by `caFile`.
+    public var labCertificate: String { URL(fileURLWithPath: caFile).deletingLastPathComponent().appendingPathComponent("default.pem").path }
+
     /// A CONNECT_TO entry sending `host` (port 443) to this origin.
     public func connectTo(_ host: String) -> String { "\(host):443:127.0.0.1:\(httpsPort)" }
 
