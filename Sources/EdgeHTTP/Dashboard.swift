@@ -28,7 +28,10 @@ struct DashboardRoutes: Sendable {
     func register(on router: Router<EdgeRequestContext>) {
         router.get("/") { request, _ in
             guard let session = session(request) else { return Self.redirect("/login") }
-            return page("aasa-edge", await hostsPage(), session: session)
+            let query = request.uri.queryParameters
+            let text = query.get("q").map { String($0.prefix(256)).lowercased() }.flatMap { $0.isEmpty ? nil : $0 }
+            let state = query.get("state").flatMap { Self.states.contains($0) ? $0 : nil }
+            return page("aasa-edge", await hostsPage(after: query.get("after").map { String($0) }, query: text, state: state), session: session)
         }
         router.get("/login") { request, _ in
             session(request) != nil ? Self.redirect("/") : page("Sign in · aasa-edge", Self.loginForm(error: nil), session: nil)
@@ -119,9 +122,13 @@ struct DashboardRoutes: Sendable {
 
     // MARK: pages
 
-    func hostsPage() async -> String {
+    static let states = ["fresh", "stale", "failing", "purged"]
+    /// Hosts per page of the host list (the admin list's paging underneath).
+    static let pageSize = 100
+
+    func hostsPage(after: String? = nil, query: String? = nil, state: String? = nil) async -> String {
         let now = Date().timeIntervalSince1970
-        let domains = await edge.domains()
+        let (domains, next) = await edge.domainPage(limit: Self.pageSize, after: after, state: state, query: query)
         var rows = ""
         for d in domains {
             let link = "/dashboard/hosts/\(Self.escape(Self.pathSegment(d.domain)))"
@@ -132,14 +139,34 @@ struct DashboardRoutes: Sendable {
             rows += "<td>\(d.expiresAt.map { $0 > now ? Self.duration($0 - now) : "expired" } ?? "–")</td>"
             rows += "<td>\(d.lastFailure.map { Self.escape($0.reason) + " <small>" + Self.time($0.at) + "</small>" } ?? "–")</td></tr>\n"
         }
-        let table = domains.isEmpty ? "<p>No hosts yet: ask for one at <code>/a/v1/{host}</code>.</p>" : """
+        func link(after: String?) -> String {
+            var parts: [String] = []
+            if let query { parts.append("q=" + (query.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")) }
+            if let state { parts.append("state=" + state) }
+            if let after { parts.append("after=" + (after.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")) }
+            return Self.escape("/" + (parts.isEmpty ? "" : "?" + parts.joined(separator: "&")))
+        }
+        let options = ([""] + Self.states).map { value in
+            "<option value=\"\(value)\"\(value == (state ?? "") ? " selected" : "")>\(value.isEmpty ? "any state" : value)</option>"
+        }.joined()
+        let filter = """
+            <form method="get" action="/" class="filter"><input type="search" name="q" value="\(Self.escape(query ?? ""))" placeholder="part of a host name" aria-label="host name contains">\
+            <select name="state" aria-label="state">\(options)</select><button type="submit">Filter</button></form>
+
+            """
+        let filtered = query != nil || state != nil || after != nil
+        let empty = filtered ? "<p>No host matches.</p>" : "<p>No hosts yet: ask for one at <code>/a/v1/{host}</code>.</p>"
+        let pager = (after != nil ? "<a href=\"\(link(after: nil))\">← first page</a> " : "")
+            + (next.map { "<a href=\"\(link(after: $0))\" rel=\"next\">next \(Self.pageSize) →</a>" } ?? "")
+        let table = domains.isEmpty ? empty : """
             <table>
             <thead><tr><th>host</th><th>state</th><th>version</th><th>age</th><th>TTL left</th><th>last failure</th></tr></thead>
             <tbody>
             \(rows)</tbody>
             </table>
             """
-        return "<h2>Hosts (\(domains.count))</h2>\n" + Self.stateKey + table
+        let heading = "<h2>Hosts\(after == nil && next == nil ? " (\(domains.count))" : "")</h2>\n"
+        return heading + Self.stateKey + filter + table + (pager.isEmpty ? "" : "\n<p class=\"pager\">\(pager)</p>\n")
     }
 
     /// One colour and one word per state, everywhere on the dashboard.

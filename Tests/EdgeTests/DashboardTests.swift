@@ -1,6 +1,8 @@
 import AASAEngine
 import Foundation
 import TestOrigin
+import SnapshotStore
+import EdgeModel
 import Testing
 
 /// The HTML dashboard through the real binary: sign-in, every link followed, escaping, and the
@@ -102,6 +104,36 @@ import Testing
             #expect(page.contains("<span class=\"state-\(state)\">\(state):"), "no key entry for \(state)")
         }
         #expect(Set(colours.values).count == 4, "states share colours: \(colours)")
+    }
+
+    /// The host list is paged (100 a page, a next link) and can be filtered by name and state,
+    /// through the admin list's paging (before: every host on one page).
+    @Test func hostListIsPagedAndFiltered() throws {
+        let db = temporaryDB()
+        try FileManager.default.createDirectory(atPath: (db as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let store = try SnapshotStore(path: db)
+        let now = Date().timeIntervalSince1970
+        for i in 0..<230 {
+            let fetch = FetchRecord(at: now, status: 500, durationMs: 1, trigger: "request")
+            _ = try store.recordFailure(host: String(format: "d%03d.page.test", i), reason: "SWCERR00101 Bad HTTP Response: 500 Error", details: "{}", fetch: fetch)
+        }
+        let edge = try startEdge(hosts: [], db: db)
+        defer { edge.stop() }
+        let login = try TestHTTP.request(port: edge.port, method: "POST", path: "/login",
+                                         headers: ["Content-Type": "application/x-www-form-urlencoded"], body: "token=\(edge.adminToken)")
+        let cookie = ["Cookie": try #require(login["set-cookie"]?.split(separator: ";").first.map(String.init))]
+        func hosts(_ html: String) -> [String] {
+            html.components(separatedBy: "\">d").dropFirst().compactMap { $0.split(separator: "<").first.map { "d" + $0 } }.filter { $0.hasSuffix(".page.test") }
+        }
+        let first = try edge.get("/", headers: cookie).text
+        #expect(hosts(first).count == 100 && hosts(first).first == "d000.page.test")
+        let next = try #require(first.range(of: #"href="/\?after=[^"]+" rel="next""#, options: .regularExpression).map { String(first[$0]) })
+        let path = String(next.dropFirst(6).prefix { $0 != "\"" }).replacingOccurrences(of: "&amp;", with: "&")
+        let second = try edge.get(path, headers: cookie).text
+        #expect(hosts(second).first == "d100.page.test" && hosts(second).count == 100, "\(path)")
+        let filtered = try edge.get("/?q=d22&state=failing", headers: cookie).text
+        #expect(hosts(filtered) == (220..<230).map { "d\($0).page.test" })
+        #expect(hosts(try edge.get("/?state=fresh", headers: cookie).text).isEmpty)
     }
 
     @Test func readinessWritesToTheStore() throws {
