@@ -16,14 +16,13 @@ struct OriginOptions: ParsableArguments {
     var caFile: String?
 
     @Option(name: .customLong("origin-timeout"), help: ArgumentHelp("Seconds for the whole origin transfer; decimals allowed.", valueName: "SECONDS"))
-    var originTimeoutArgument: Decimal = 5
-    var originTimeout: Double { originTimeoutArgument.value }
+    var originTimeout: Number = 5
 
     @Flag(name: .customLong("allow-private-origins"), help: "Lab mode: permit origins on private, loopback, link-local or reserved addresses.")
     var allowPrivateOrigins = false
 
     var configuration: FetcherConfiguration {
-        FetcherConfiguration(timeout: originTimeout, connectTo: connectTo, resolve: resolve, caFile: caFile,
+        FetcherConfiguration(timeout: originTimeout.value, connectTo: connectTo, resolve: resolve, caFile: caFile,
                              allowPrivateOrigins: allowPrivateOrigins)
     }
 

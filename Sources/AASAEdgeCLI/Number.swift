@@ -2,7 +2,7 @@ import ArgumentParser
 
 /// A decimal number of seconds (or days) on the command line, shown in `--help` without a
 /// spurious `.0` (`3600`, not `3600.0`).
-struct Decimal: ExpressibleByArgument, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral, Sendable {
+struct Number: ExpressibleByArgument, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral, Sendable {
     let value: Double
 
     init(_ value: Double) { self.value = value }

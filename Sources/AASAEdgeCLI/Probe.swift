@@ -37,12 +37,10 @@ struct ProbeCommand: AsyncParsableCommand {
     var cdnURL = ProbeConfiguration.appleCDNTemplate
 
     @Option(name: .customLong("interval"), help: ArgumentHelp("Seconds between observations; decimals allowed.", valueName: "SECONDS"))
-    var intervalArgument: Decimal = 60
-    var interval: Double { intervalArgument.value }
+    var interval: Number = 60
 
     @Option(name: .customLong("duration"), help: ArgumentHelp("Stop after this many seconds.", valueName: "SECONDS"))
-    var durationArgument: Decimal = 3600
-    var duration: Double { durationArgument.value }
+    var duration: Number = 3600
 
     @Flag(name: .customLong("until-converged"), help: "Stop once the CDN serves the origin's latest content after a change.")
     var untilConverged = false
@@ -59,8 +57,8 @@ struct ProbeCommand: AsyncParsableCommand {
     @OptionGroup var origin: OriginOptions
 
     func validate() throws {
-        guard interval > 0, interval.isFinite else { throw ValidationError("--interval must be a positive number of seconds") }
-        guard duration >= 0, duration.isFinite else { throw ValidationError("--duration must be a number of seconds") }
+        guard interval.value > 0, interval.value.isFinite else { throw ValidationError("--interval must be a positive number of seconds") }
+        guard duration.value >= 0, duration.value.isFinite else { throw ValidationError("--duration must be a number of seconds") }
         guard cdnURL.hasPrefix("http://") || cdnURL.hasPrefix("https://") else {
             throw ValidationError("--cdn-url must be an http:// or https:// URL template")
         }
@@ -70,7 +68,7 @@ struct ProbeCommand: AsyncParsableCommand {
         let originHost = try StoreReader.originHost(host)
         let fetcherConfiguration = try origin.checkedConfiguration()
         let store = try StoreReader.openOrCreate(db)
-        let configuration = ProbeConfiguration(host: originHost, cdnTemplate: cdnURL, interval: interval, duration: duration,
+        let configuration = ProbeConfiguration(host: originHost, cdnTemplate: cdnURL, interval: interval.value, duration: duration.value,
                                                untilConverged: untilConverged)
         let fetcher = OriginFetcher(configuration: fetcherConfiguration)
         defer { fetcher.shutdown() }
@@ -87,7 +85,7 @@ struct ProbeCommand: AsyncParsableCommand {
         let progress: @Sendable (String) -> Void = { line in
             if toStderr { Console.error(line) } else { Console.out(line) }
         }
-        progress("probing \(originHost) every \(format(interval)) s: origin \(originHost.originURL) vs CDN \(configuration.cdnURL)")
+        progress("probing \(originHost) every \(format(interval.value)) s: origin \(originHost.originURL) vs CDN \(configuration.cdnURL)")
         let start = Date().timeIntervalSince1970
         let report: ProbeReport
         do {

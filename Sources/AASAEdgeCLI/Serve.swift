@@ -42,16 +42,13 @@ struct ServeOptions: ParsableArguments {
     var db = "./var/aasa-edge.sqlite"
 
     @Option(name: .customLong("ttl"), help: ArgumentHelp("Seconds a successful fetch stays fresh.", valueName: "SECONDS"))
-    var ttlArgument: Decimal = 3600
-    var ttl: Double { ttlArgument.value }
+    var ttl: Number = 3600
 
     @Option(name: .customLong("failure-ttl"), help: ArgumentHelp("Seconds a failed fetch is cached before the origin is tried again.", valueName: "SECONDS"))
-    var failureTTLArgument: Decimal = 1800
-    var failureTTL: Double { failureTTLArgument.value }
+    var failureTTL: Number = 1800
 
     @Option(name: .customLong("stale-if-error"), help: ArgumentHelp("Seconds past expiry that the last good copy may still be served when the origin fails.", valueName: "SECONDS"))
-    var staleIfErrorArgument: Decimal = 604_800
-    var staleIfError: Double { staleIfErrorArgument.value }
+    var staleIfError: Number = 604_800
 
     @OptionGroup var origin: OriginOptions
 
@@ -65,12 +62,10 @@ struct ServeOptions: ParsableArguments {
     var memoryCacheMB = 64
 
     @Option(name: .customLong("ledger-retention-days"), help: ArgumentHelp("Days the propagation ledger keeps a client's record (its first and last answer of each version) after it was last served; older records are deleted every ten minutes.", valueName: "DAYS"))
-    var ledgerRetentionDaysArgument: Decimal = 30
-    var ledgerRetentionDays: Double { ledgerRetentionDaysArgument.value }
+    var ledgerRetentionDays: Number = 30
 
     @Option(name: .customLong("client-timeout"), help: ArgumentHelp("Seconds a client may take to send a whole request (head and body), and may go without progress (idle keep-alive, answers it does not read) before its connection is closed; 0: never.", valueName: "SECONDS"))
-    var clientTimeoutArgument: Decimal = 60
-    var clientTimeout: Double { clientTimeoutArgument.value }
+    var clientTimeout: Number = 60
 
     @Option(name: .customLong("origin-concurrency"), help: ArgumentHelp("Origin fetches in flight at once for client-triggered misses, all hosts together; a request beyond it waits for a slot up to --origin-timeout, then gets 503 with Retry-After: 1.", valueName: "N"))
     var originConcurrency = 256
@@ -95,8 +90,8 @@ struct ServeOptions: ParsableArguments {
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
-        for (name, value) in [("--ttl", ttl), ("--failure-ttl", failureTTL), ("--stale-if-error", staleIfError),
-                              ("--client-timeout", clientTimeout)] where !(value >= 0 && value.isFinite) {
+        for (name, value) in [("--ttl", ttl.value), ("--failure-ttl", failureTTL.value), ("--stale-if-error", staleIfError.value),
+                              ("--client-timeout", clientTimeout.value)] where !(value >= 0 && value.isFinite) {
             throw ValidationError("\(name) must be a non-negative number of seconds")
         }
         guard refetchConcurrency >= 1 else { throw ValidationError("--refetch-concurrency must be at least 1") }
@@ -125,9 +120,9 @@ struct ServeOptions: ParsableArguments {
         let store = try StoreReader.openOrCreate(db)
         let token = try AdminToken.resolve(given: adminToken, storePath: db)
         let fetcher = OriginFetcher(configuration: fetcherConfiguration)
-        let edge = Edge(configuration: EdgeConfiguration(cache: CacheConfiguration(ttl: ttl, failureTTL: failureTTL, staleIfError: staleIfError),
+        let edge = Edge(configuration: EdgeConfiguration(cache: CacheConfiguration(ttl: ttl.value, failureTTL: failureTTL.value, staleIfError: staleIfError.value),
                                                          allowDomains: allowDomain, refetchConcurrency: refetchConcurrency,
-                                                         memoryCacheMB: memoryCacheMB, ledgerRetentionDays: ledgerRetentionDays,
+                                                         memoryCacheMB: memoryCacheMB, ledgerRetentionDays: ledgerRetentionDays.value,
                                                          originConcurrency: originConcurrency, maxTrackedClients: maxTrackedClients),
                         store: store, fetcher: fetcher, logger: logger)
         let listenHost = host
@@ -138,7 +133,7 @@ struct ServeOptions: ParsableArguments {
         let scheme = tls == nil ? "http" : "https"
         do {
             let app = try EdgeServer.application(edge: edge, adminToken: token, host: host, port: port,
-                                             clientTimeout: clientTimeout > 0 ? clientTimeout : nil,
+                                             clientTimeout: clientTimeout.value > 0 ? clientTimeout.value : nil,
                                              eventLoops: eventLoops > 0 ? eventLoops : nil, maxConnections: maxConnections, tls: tls,
                                              logger: logger, metricsText: { registry.emitToBuffer() }) { boundPort in
                 logger.notice("listening on \(scheme)://\(listenHost):\(boundPort)")

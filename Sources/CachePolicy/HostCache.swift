@@ -5,17 +5,14 @@
 public struct HostCache: Sendable, Equatable {
     /// What the policy sees: the copy's confirmation time, the last failure, the purge state.
     public private(set) var state: CacheState
-    /// When the last purge was asked for (kept in the store; for other edges and restarts).
-    public private(set) var purgedAt: Double?
     /// Purges seen by this machine: a fetch notes the count when it begins, and a revalidation
     /// that began before a purge does not undo it (exact, where equal clock readings are not).
     public private(set) var purges = 0
     /// A background refresh is queued or running: a request flood adds no second one.
     public private(set) var refreshing = false
 
-    public init(state: CacheState = CacheState(), purgedAt: Double? = nil) {
+    public init(state: CacheState = CacheState()) {
         self.state = state
-        self.purgedAt = purgedAt
     }
 
     public enum Event: Sendable, Equatable {
@@ -25,7 +22,7 @@ public struct HostCache: Sendable, Equatable {
         case fetchFinished(FetchEnd, purgesAtStart: Int, now: Double)
         /// The background refresh asked for by `.refreshInBackground` is over, however it ended.
         case refreshFinished
-        case purge(soft: Bool, now: Double)
+        case purge(soft: Bool)
     }
 
     public enum Action: Sendable, Equatable {
@@ -81,8 +78,7 @@ public struct HostCache: Sendable, Equatable {
         case .refreshFinished:
             refreshing = false
             return []
-        case .purge(let soft, let now):
-            purgedAt = now
+        case .purge(let soft):
             purges += 1
             if soft {
                 // A soft purge does not undo a hard one: the copy stays forgotten until a fetch.

@@ -169,7 +169,8 @@ public final class Edge: Sendable {
     public let metrics: EdgeMetrics
     /// One origin fetch per host at a time.
     private let fetches = LocalSingleFlight<AppliedFetch>()
-    private let limiter: AsyncLimiter
+    /// `--refetch-concurrency` slots for releases and background refreshes.
+    private let limiter: SlotLimiter
     /// `--origin-concurrency` slots for fetches that clients wait for.
     private let originSlots: SlotLimiter
 
@@ -181,7 +182,7 @@ public final class Edge: Sendable {
         self.fetcher = fetcher
         self.clock = clock
         self.logger = logger
-        limiter = AsyncLimiter(limit: configuration.refetchConcurrency)
+        limiter = SlotLimiter(limit: configuration.refetchConcurrency)
         originSlots = SlotLimiter(limit: configuration.originConcurrency)
         let entries = Locked(MemoryCache(budget: configuration.entryBudgetBytes))
         self.entries = entries
@@ -365,8 +366,7 @@ public final class Edge: Sendable {
         // views build entries without bodies.
         let hasCopy = purge != .hard && stored.currentVersion != nil
         return HostEntry(snapshot: memory,
-                         cache: HostCache(state: CacheState(copyConfirmedAt: hasCopy ? stored.confirmedAt : nil, failedAt: failure?.at, purge: purge),
-                                          purgedAt: stored.purgedAt),
+                         cache: HostCache(state: CacheState(copyConfirmedAt: hasCopy ? stored.confirmedAt : nil, failedAt: failure?.at, purge: purge)),
                          failure: failure, storedVersion: stored.currentVersion)
     }
 
@@ -535,10 +535,9 @@ public final class Edge: Sendable {
             known = entries.withLock { $0.entries[key]?.snapshot != nil || $0.entries[key]?.storedVersion != nil }
         }
         guard known else { return nil }
-        let now = clock.now()
         entries.withLock { memory in
             _ = memory.modify(key) { entry in
-                if entry.cache.handle(.purge(soft: soft, now: now), configuration: cache).contains(.forgetCopy) {
+                if entry.cache.handle(.purge(soft: soft), configuration: cache).contains(.forgetCopy) {
                     entry.snapshot = nil
                     entry.failure = nil
                 }

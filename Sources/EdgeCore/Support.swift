@@ -15,36 +15,20 @@ final class Locked<Value>: @unchecked Sendable {
     }
 }
 
-/// At most `limit` operations at once (`--refetch-concurrency`).
-actor AsyncLimiter {
-    private let limit: Int
-    private var running = 0
-    private var waiters: [CheckedContinuation<Void, Never>] = []
-
-    init(limit: Int) { self.limit = max(1, limit) }
-
-    func run<T: Sendable>(_ operation: @Sendable () async -> T) async -> T {
-        if running >= limit {
-            await withCheckedContinuation { waiters.append($0) }
-        } else {
-            running += 1
-        }
-        let result = await operation()
-        if waiters.isEmpty {
-            running -= 1
-        } else {
-            waiters.removeFirst().resume()  // the slot passes straight to the next waiter
-        }
-        return result
-    }
-}
-
-/// Slots that a caller waits for with a deadline (`--origin-concurrency`, waited for up to
-/// `--origin-timeout`): a freed slot passes to the longest waiter.
+/// At most `limit` holders at once; a caller beyond waits for a freed slot (the longest waiter
+/// first), with or without a deadline: `--origin-concurrency` (waited for up to `--origin-timeout`)
+/// and `--refetch-concurrency` (waited for as long as it takes).
 final class SlotLimiter: Sendable {
+    private struct Waiter {
+        let id: UInt64
+        let continuation: CheckedContinuation<Bool, Never>
+        /// Ends the wait at its deadline; cancelled when a slot comes first.
+        var timer: Task<Void, Never>?
+    }
+
     private struct State {
         var available: Int
-        var waiters: [(id: UInt64, continuation: CheckedContinuation<Bool, Never>)] = []
+        var waiters: [Waiter] = []
         var nextID: UInt64 = 0
     }
 
@@ -52,24 +36,31 @@ final class SlotLimiter: Sendable {
 
     init(limit: Int) { state = Locked(State(available: max(1, limit))) }
 
-    /// Takes a slot, waiting up to `timeout` seconds; false when none was freed in time.
-    func acquire(timeout: Double) async -> Bool {
-        if state.withLock({ s in s.available > 0 ? { s.available -= 1; return true }() : false }) { return true }
-        return await withCheckedContinuation { continuation in
+    /// Takes a slot, waiting up to `timeout` seconds (nil: no deadline); false when none was freed in time.
+    func acquire(timeout: Double?) async -> Bool {
+        await withCheckedContinuation { continuation in
             let id = state.withLock { s -> UInt64? in
                 if s.available > 0 {
                     s.available -= 1
                     return nil
                 }
                 s.nextID &+= 1
-                s.waiters.append((s.nextID, continuation))
+                s.waiters.append(Waiter(id: s.nextID, continuation: continuation))
                 return s.nextID
             }
             guard let id else { return continuation.resume(returning: true) }
-            Task {
+            guard let timeout else { return }
+            let timer = Task {
                 try? await Task.sleep(nanoseconds: UInt64(max(0, timeout) * 1e9))
-                self.expire(id)
+                if !Task.isCancelled { self.expire(id) }
             }
+            // The slot may have come already; then the timer has nothing to end.
+            let stillWaiting = state.withLock { s -> Bool in
+                guard let i = s.waiters.firstIndex(where: { $0.id == id }) else { return false }
+                s.waiters[i].timer = timer
+                return true
+            }
+            if !stillWaiting { timer.cancel() }
         }
     }
 
@@ -79,16 +70,21 @@ final class SlotLimiter: Sendable {
     }
 
     func release() {
-        let next = state.withLock { s -> CheckedContinuation<Bool, Never>? in
+        let next = state.withLock { s -> Waiter? in
             if s.waiters.isEmpty {
                 s.available += 1
                 return nil
             }
-            return s.waiters.removeFirst().continuation
+            return s.waiters.removeFirst()
         }
-        next?.resume(returning: true)
+        next?.timer?.cancel()
+        next?.continuation.resume(returning: true)
     }
 
-    /// Slots free right now (tests).
-    var available: Int { state.withLock { $0.available } }
+    /// Runs `operation` in a slot, waiting for one as long as it takes.
+    func run<T: Sendable>(_ operation: @Sendable () async -> T) async -> T {
+        _ = await acquire(timeout: nil)
+        defer { release() }
+        return await operation()
+    }
 }

@@ -86,7 +86,6 @@ final class HitFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             if !context.channel.isWritable {
                 pending = buffer
                 paused = true
-                connection.paused = true
                 flushIfNeeded(context)
                 return
             }
@@ -140,7 +139,6 @@ final class HitFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         }
         if paused, context.channel.isWritable {
             paused = false
-            connection.paused = false
             if var buffer = pending {
                 pending = nil
                 answerRequests(in: &buffer, context: context)
@@ -235,8 +233,6 @@ final class ConnectionState {
     /// Request heads seen (answered by either path) and drained backlogs: the idle check's
     /// measure of progress.
     var progress = 0
-    /// The fast path holds requests back until the client reads its answers.
-    var paused = false
 }
 
 /// Open client connections against `--max-connections` (shared by every connection).
@@ -257,8 +253,6 @@ public final class ConnectionLimit: @unchecked Sendable {
     }
 
     func leave() { lock.withLock { open -= 1 } }
-
-    public var current: Int { lock.withLock { open } }
 }
 
 /// Sits after the HTTP codecs: counts the requests the router has to answer (a head passed up,
@@ -356,7 +350,9 @@ final class RequestTracker: ChannelDuplexHandler, RemovableChannelHandler {
             self.tick = nil
             let progressed = self.connection.progress != self.progressAtLastTick
             self.progressAtLastTick = self.connection.progress
-            let waitingOnClient = self.connection.paused || !context.channel.isWritable
+            // Unwritable: answers wait that the client does not read (the fast path is paused
+            // exactly then, and the router's writer is blocked).
+            let waitingOnClient = !context.channel.isWritable
             let idle = !progressed && (self.connection.routed == 0 || waitingOnClient)
             let slowBody = self.bodySince.map { NIODeadline.now() - $0 >= clientTimeout } ?? false
             if idle || slowBody {

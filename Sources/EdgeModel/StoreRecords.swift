@@ -61,18 +61,14 @@ public struct StoredHost: Sendable, Equatable {
     public let purge: String
     /// App IDs of the current snapshot.
     public let appIDs: [String]
-    /// When the last purge was asked for.
-    public var purgedAt: Double? = nil
 
-    public init(name: String, currentVersion: Int?, confirmedAt: Double?, failure: StoredFailure?, purge: String, appIDs: [String],
-                purgedAt: Double? = nil) {
+    public init(name: String, currentVersion: Int?, confirmedAt: Double?, failure: StoredFailure?, purge: String, appIDs: [String]) {
         self.name = name
         self.currentVersion = currentVersion
         self.confirmedAt = confirmedAt
         self.failure = failure
         self.purge = purge
         self.appIDs = appIDs
-        self.purgedAt = purgedAt
     }
 }
 

@@ -159,10 +159,10 @@ final class Transfer: @unchecked Sendable {
             return
         }
         guard let colon = text.firstIndex(of: ":") else { return }
-        let name = text[..<colon].lowercased()
+        let name = OutsideText.clean(text[..<colon].lowercased())
         let value = text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         guard headers.count < 100 || headers[name] != nil else { return }
-        headers[OutsideText.clean(name)] = OutsideText.clean(value)
+        headers[name] = OutsideText.clean(value)
     }
 
     fileprivate func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {

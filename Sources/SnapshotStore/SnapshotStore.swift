@@ -200,7 +200,7 @@ public final class SnapshotStore: Sendable {
             failure = StoredFailure(reason: reason, details: row["failureDetails"] ?? "{}", at: at)
         }
         return StoredHost(name: row["name"], currentVersion: row["currentVersion"], confirmedAt: row["confirmedAt"],
-                          failure: failure, purge: row["purge"], appIDs: appIDs, purgedAt: row["purgedAt"])
+                          failure: failure, purge: row["purge"], appIDs: appIDs)
     }
 
     private static func snapshot(_ row: Row) -> StoredSnapshot {

@@ -97,7 +97,7 @@ import TestSupport
                 trail.append("\(end)@\(now) from \(startedAt)")
             case 65..<75:
                 let soft = Bool.random(using: &rng)
-                let actions = machine.handle(.purge(soft: soft, now: now), configuration: Self.c)
+                let actions = machine.handle(.purge(soft: soft), configuration: Self.c)
                 #expect(actions == model.purge(soft: soft, now), "seed \(seed): purge actions")
                 trail.append(soft ? "soft purge@\(now)" : "hard purge@\(now)")
             case 75..<85:
@@ -107,7 +107,7 @@ import TestSupport
             default:
                 // Restart: rebuilt from what the store keeps.
                 machine = HostCache(state: CacheState(copyConfirmedAt: machine.state.copyConfirmedAt, failedAt: machine.state.failedAt,
-                                                      purge: machine.state.purge), purgedAt: machine.purgedAt)
+                                                      purge: machine.state.purge))
                 model.refreshing = false
                 model.purgeTimes = []
                 started = now
@@ -121,13 +121,13 @@ import TestSupport
     /// The rules the reference cannot get wrong by construction, spelled out.
     @Test func purgeRules() {
         var cache = HostCache(state: CacheState(copyConfirmedAt: 10))
-        #expect(cache.handle(.purge(soft: false, now: 20), configuration: Self.c) == [.forgetCopy])
-        _ = cache.handle(.purge(soft: true, now: 21), configuration: Self.c)
+        #expect(cache.handle(.purge(soft: false), configuration: Self.c) == [.forgetCopy])
+        _ = cache.handle(.purge(soft: true), configuration: Self.c)
         #expect(cache.state.purge == .hard, "a soft purge undid a hard one")
         // A 304 to a revalidation begun before a purge does not undo it.
         var revalidating = HostCache(state: CacheState(copyConfirmedAt: 10))
         let atStart = revalidating.purges
-        _ = revalidating.handle(.purge(soft: true, now: 30), configuration: Self.c)
+        _ = revalidating.handle(.purge(soft: true), configuration: Self.c)
         _ = revalidating.handle(.fetchFinished(.notModified, purgesAtStart: atStart, now: 31), configuration: Self.c)
         #expect(revalidating.state.purge == .soft && revalidating.state.copyConfirmedAt == 31)
         _ = revalidating.handle(.fetchFinished(.notModified, purgesAtStart: revalidating.purges, now: 33), configuration: Self.c)

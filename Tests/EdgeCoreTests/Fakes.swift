@@ -44,7 +44,7 @@ actor InMemoryStore: SnapshotStoring {
 
     private func stored(_ name: String, _ host: Host, _ snapshot: StoredSnapshot?) -> StoredHost {
         StoredHost(name: name, currentVersion: host.current, confirmedAt: host.confirmedAt, failure: host.failure, purge: host.purge,
-                   appIDs: snapshot?.appIDs ?? [], purgedAt: host.purgedAt)
+                   appIDs: snapshot?.appIDs ?? [])
     }
 
     func hosts() async throws -> [StoredHost] {
