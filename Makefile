@@ -29,12 +29,15 @@ deps:
 	  $(SUDO) apt-get install -y $$missing || { $(SUDO) apt-get update && $(SUDO) apt-get install -y $$missing; }; \
 	fi
 
-# What the tests need besides the build: python3 and its cryptography package for the test origin.
+# What the tests need besides the build: python3 and its cryptography package for the test origin,
+# and Debian's PostgreSQL server (tests run initdb/pg_ctl in a temporary folder on a free port).
 test-deps: deps
 	@command -v python3 >/dev/null || { export DEBIAN_FRONTEND=noninteractive; \
 	  $(SUDO) apt-get install -y $(TEST_PACKAGES) || { $(SUDO) apt-get update && $(SUDO) apt-get install -y $(TEST_PACKAGES); }; }
 	@python3 -c "import cryptography" 2>/dev/null || python3 -m pip install --quiet cryptography \
 	  || { export DEBIAN_FRONTEND=noninteractive; $(SUDO) apt-get install -y python3-cryptography; }
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { echo "installing: postgresql (the shared-store tests start a real server)"; \
+	  export DEBIAN_FRONTEND=noninteractive; $(SUDO) apt-get install -y postgresql || { $(SUDO) apt-get update && $(SUDO) apt-get install -y postgresql; }; }
 
 build: deps
 	$(SWIFT) build

@@ -8,6 +8,8 @@ import PackageDescription
 //   OriginFetcher  origin fetches with Apple's rules; the only code touching libcurl.
 //   CachePolicy    pure freshness decisions and the request outcome enum (injected clock).
 //   SnapshotStore  versioned snapshots, host state, fetch log in SQLite; the only code touching SQLite.
+//   PostgresStore  the same records in PostgreSQL, shared by several edges (change feed, fetch
+//                  leases, nodes); the only code touching PostgreSQL.
 //   PropagationAnalysis  the probe (origin vs a CDN over time) and the propagation analysis of the ledger.
 //   EdgeCore       the caching edge: memory copies, coalesced origin fetches, admin operations.
 //   EdgeHTTP       Hummingbird routes: translates requests and EdgeCore replies, no policy.
@@ -29,6 +31,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.34.1"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
     targets: [
         .target(name: "AASAEngine"),
@@ -37,6 +41,11 @@ let package = Package(
         .target(name: "OriginFetcher", dependencies: ["AASAEngine", "EdgeModel", "CCurlShim"]),
         .target(name: "CachePolicy"),
         .target(name: "SnapshotStore", dependencies: ["EdgeModel", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "PostgresStore", dependencies: [
+            "EdgeModel", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
+            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+        ]),
         .target(name: "PropagationAnalysis", dependencies: ["AASAEngine", "CachePolicy", "EdgeModel", "OriginFetcher", "SnapshotStore"]),
         .target(name: "EdgeCore", dependencies: [
             "AASAEngine", "CachePolicy", "EdgeModel", "OriginFetcher", "PropagationAnalysis", "SnapshotStore", .product(name: "Logging", package: "swift-log"),
@@ -63,6 +72,7 @@ let package = Package(
                 "EdgeModel",
                 "PropagationAnalysis",
                 "OriginFetcher",
+                "PostgresStore",
                 "SnapshotStore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -78,6 +88,10 @@ let package = Package(
         .testTarget(name: "OriginFetcherTests", dependencies: ["OriginFetcher", "EdgeModel", "AASAEngine", "TestOrigin"]),
         .testTarget(name: "CachePolicyTests", dependencies: ["CachePolicy", "TestSupport"]),
         .testTarget(name: "SnapshotStoreTests", dependencies: ["SnapshotStore", "EdgeModel"]),
+        // One store suite run against SQLite and a real PostgreSQL, plus what only the shared store does.
+        .testTarget(name: "PostgresStoreTests", dependencies: [
+            "PostgresStore", "SnapshotStore", "EdgeModel", "TestOrigin", .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "EdgeCoreTests", dependencies: [
             "AASAEngine", "EdgeCore", "EdgeModel", "CachePolicy", "SnapshotStore", "OriginFetcher", "PropagationAnalysis", "TestOrigin",
             .product(name: "Logging", package: "swift-log"),

@@ -10,7 +10,7 @@ struct AASAEdge: AsyncParsableCommand {
         --expect); 2 usage error; 3 I/O or internal error.
         """,
         version: AASAEdgeVersion.string,
-        subcommands: [Serve.self, Validate.self, Match.self, Diff.self, Fetch.self, ProbeCommand.self, History.self, DiffVersions.self]
+        subcommands: [Serve.self, Validate.self, Match.self, Diff.self, Fetch.self, ProbeCommand.self, History.self, DiffVersions.self, StoreCommand.self]
     )
 }
 

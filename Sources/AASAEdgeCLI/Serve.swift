@@ -7,6 +7,7 @@ import Logging
 import Metrics
 import EdgeModel
 import OriginFetcher
+import PostgresStore
 import Prometheus
 import SnapshotStore
 
@@ -38,8 +39,17 @@ struct ServeOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Listen port (0 picks a free one).", valueName: "PORT"))
     var port = 8080
 
-    @Option(help: ArgumentHelp("The SQLite store (created with parent folders if missing).", valueName: "FILE"))
-    var db = "./var/aasa-edge.sqlite"
+    @Option(help: ArgumentHelp("The SQLite store (created with parent folders if missing); shorthand for --store sqlite:FILE. Default: ./var/aasa-edge.sqlite.", valueName: "FILE"))
+    var db: String?
+
+    @Option(name: .customLong("store"), help: ArgumentHelp("sqlite:PATH (embedded, the default) or postgres://USER@HOST[:PORT]/DB[?sslmode=disable|prefer|require], shared by several edges. The password comes from AASA_EDGE_STORE_PASSWORD, else PGPASSWORD; a URL with a password is refused.", valueName: "URL"))
+    var store: String?
+
+    @Option(name: .customLong("node-id"), help: ArgumentHelp("This edge's name in logs, metrics and /admin/v1/nodes (1-64 of A-Z a-z 0-9 . _ -). Default: the hostname.", valueName: "NAME"))
+    var nodeID: String?
+
+    @Option(name: .customLong("store-connections"), help: ArgumentHelp("PostgreSQL store: pooled connections of this edge (one more listens for the other edges' changes). Writes waiting for an unreachable store are kept up to 10,000, oldest dropped first.", valueName: "N"))
+    var storeConnections = 8
 
     @Option(name: .customLong("ttl"), help: ArgumentHelp("Seconds a successful fetch stays fresh.", valueName: "SECONDS"))
     var ttl: Number = 3600
@@ -100,6 +110,29 @@ struct ServeOptions: ParsableArguments {
         guard maxTrackedClients >= 1 else { throw ValidationError("--max-tracked-clients must be at least 1") }
         guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
         guard (0...256).contains(eventLoops) else { throw ValidationError("--event-loops must be 0 (one per core) to 256") }
+        guard (1...1000).contains(storeConnections) else { throw ValidationError("--store-connections must be 1 to 1000") }
+        if store != nil, db != nil { throw ValidationError("--store and --db name the store twice: use one") }
+        if let store { _ = try StoreChoice.parse(store) }
+        if let nodeID, !NodeName.isValid(nodeID) { throw ValidationError("--node-id must be 1-64 of A-Z a-z 0-9 . _ -") }
+    }
+
+    /// The store chosen by --store or --db.
+    var storeChoice: StoreChoice {
+        get throws { try StoreChoice.parse(store ?? "sqlite:" + (db ?? StoreChoice.defaultPath)) }
+    }
+
+    var node: String { nodeID ?? NodeName.hostDefault }
+
+    /// Opens the chosen store: SQLite at once; PostgreSQL connected, migrated and listening.
+    func openStore(logger: Logger) async throws -> (store: any SnapshotStoring, tokenFolder: String) {
+        switch try storeChoice {
+        case .sqlite(let path):
+            return (try StoreReader.openOrCreate(path), URL(fileURLWithPath: path).deletingLastPathComponent().path)
+        case .postgres(let location):
+            let (store, applied) = try await StoreChoice.openPostgres(location, node: node, connections: storeConnections, logger: logger)
+            logger.notice("store: \(location)", metadata: applied.isEmpty ? [:] : ["migrations": "\(applied.joined(separator: ", "))"])
+            return (store, "./var")
+        }
     }
 
     func serve() async throws {
@@ -108,7 +141,11 @@ struct ServeOptions: ParsableArguments {
             handler.logLevel = .info
             return handler
         }
-        let logger = Logger(label: "aasa-edge")
+        let logger = { () -> Logger in
+            var logger = Logger(label: "aasa-edge")
+            logger[metadataKey: "node"] = "\(node)"
+            return logger
+        }()
         let descriptors = FileLimit.raiseToHard()
         if descriptors.soft < maxConnections + 64 {
             logger.warning("the open-file limit is below --max-connections: clients beyond it meet local shortages (503) rather than a refused connection",
@@ -117,13 +154,15 @@ struct ServeOptions: ParsableArguments {
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         let fetcherConfiguration = try origin.checkedConfiguration()
-        let store = try StoreReader.openOrCreate(db)
-        let token = try AdminToken.resolve(given: adminToken, storePath: db)
+        let (store, tokenFolder) = try await openStore(logger: logger)
+        let token = try AdminToken.resolve(given: adminToken, folder: tokenFolder)
+        Gauge(label: "aasa_edge_node_info", dimensions: [("node", node), ("version", AASAEdgeVersion.string)]).record(1)
         let fetcher = OriginFetcher(configuration: fetcherConfiguration)
         let edge = Edge(configuration: EdgeConfiguration(cache: CacheConfiguration(ttl: ttl.value, failureTTL: failureTTL.value, staleIfError: staleIfError.value),
                                                          allowDomains: allowDomain, refetchConcurrency: refetchConcurrency,
                                                          memoryCacheMB: memoryCacheMB, ledgerRetentionDays: ledgerRetentionDays.value,
-                                                         originConcurrency: originConcurrency, maxTrackedClients: maxTrackedClients),
+                                                         originConcurrency: originConcurrency, maxTrackedClients: maxTrackedClients,
+                                                         node: node, version: AASAEdgeVersion.string),
                         store: store, fetcher: fetcher, logger: logger)
         let listenHost = host
         let tls = tlsCert.flatMap { cert in tlsKey.map { (certificate: cert, key: $0) } }
@@ -143,6 +182,7 @@ struct ServeOptions: ParsableArguments {
             throw CLIFailure.io("the server stopped: \(error)")
         }
         await edge.close()
+        if let postgres = store as? PostgresStore { await postgres.close() }
         fetcher.shutdown()
         logger.notice("stopped")
     }
@@ -150,9 +190,10 @@ struct ServeOptions: ParsableArguments {
 
 /// The admin bearer token: given, or kept beside the store.
 enum AdminToken {
-    static func resolve(given: String?, storePath: String) throws(CLIFailure) -> String {
+    static func resolve(given: String?, folder: String) throws(CLIFailure) -> String {
         if let given, !given.isEmpty { return given }
-        let file = URL(fileURLWithPath: storePath).deletingLastPathComponent().appendingPathComponent("admin-token").path
+        try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let file = URL(fileURLWithPath: folder).appendingPathComponent("admin-token").path
         var info = stat()
         if stat(file, &info) == 0 {
             guard info.st_mode & 0o077 == 0 else {

@@ -23,6 +23,9 @@ public struct HostCache: Sendable, Equatable {
         /// The background refresh asked for by `.refreshInBackground` is over, however it ended.
         case refreshFinished
         case purge(soft: Bool)
+        /// Another edge sharing the store changed the host (it fetched it): memory takes the
+        /// store's state. Purges announced by others come as `.purge`.
+        case restored(CacheState)
     }
 
     public enum Action: Sendable, Equatable {
@@ -87,6 +90,10 @@ public struct HostCache: Sendable, Equatable {
             }
             state = CacheState(purge: .hard)
             return [.forgetCopy]
+        case .restored(let stored):
+            let hadCopy = state.hasCopy
+            state = stored
+            return hadCopy && !stored.hasCopy ? [.forgetCopy] : []
         }
     }
 

@@ -27,10 +27,19 @@ public struct EdgeConfiguration: Sendable {
     public var originConcurrency: Int
     /// `--max-tracked-clients`: per host and version, clients the propagation ledger keeps.
     public var maxTrackedClients: Int
+    /// `--node-id`: this edge's name in `Via`, logs, metrics and `/admin/v1/nodes`.
+    public var node: String
+    /// What `aasa-edge --version` prints.
+    public var version: String
+    /// Store writes kept while a shared store is unreachable, written when it is back.
+    public var pendingWriteLimit: Int
 
     public init(cache: CacheConfiguration = CacheConfiguration(), allowDomains: [String] = [], refetchConcurrency: Int = 64,
                 memoryCacheMB: Int = 64, ledgerRetentionDays: Double = 30, originConcurrency: Int = 256,
-                maxTrackedClients: Int = 10_000) {
+                maxTrackedClients: Int = 10_000, node: String = "edge", version: String = "dev", pendingWriteLimit: Int = 10_000) {
+        self.node = node
+        self.version = version
+        self.pendingWriteLimit = pendingWriteLimit
         self.maxTrackedClients = max(1, maxTrackedClients)
         ledgerRetention = ledgerRetentionDays * 86_400
         self.originConcurrency = max(1, originConcurrency)
@@ -151,6 +160,8 @@ struct AppliedFetch: Sendable {
     /// The host as this fetch left it: what its waiters are answered from when a hard purge
     /// lands between the fetch and their reading the cache.
     let entry: HostEntry?
+    /// Another edge sharing the store made the fetch; this one waited for its result.
+    var remote = false
 }
 
 /// The caching edge: copies in memory (loaded lazily from the store after a restart), one origin
@@ -164,7 +175,7 @@ public final class Edge: Sendable {
     let fetcher: any OriginFetching
     let clock: any WallClock
     let logger: Logger
-    private let entries: Locked<MemoryCache>
+    let entries: Locked<MemoryCache>
     let ledger: ServedLedger
     public let metrics: EdgeMetrics
     /// One origin fetch per host at a time.
@@ -173,6 +184,14 @@ public final class Edge: Sendable {
     private let limiter: SlotLimiter
     /// `--origin-concurrency` slots for fetches that clients wait for.
     private let originSlots: SlotLimiter
+    /// The store as several edges share it (nil for an embedded store).
+    let shared: (any SharedStoring)?
+    /// Requests waiting for another edge's fetch.
+    let waiters = ChangeWaiters()
+    /// Writes that wait for a shared store to come back.
+    let pending: PendingWrites
+    let startedAt: Double
+    private let background = Locked<[Task<Void, Never>]>([])
 
     public init(configuration: EdgeConfiguration, store: any SnapshotStoring, fetcher: any OriginFetching,
                 clock: any WallClock = SystemClock(), logger: Logger, metrics: EdgeMetrics = EdgeMetrics()) {
@@ -189,6 +208,13 @@ public final class Edge: Sendable {
         ledger = ServedLedger(store: store, logger: logger, retention: configuration.ledgerRetention,
                               maxClients: configuration.maxTrackedClients, clock: clock,
                               everySecond: { Self.releaseEvictedMemory(entries) })
+        shared = store as? any SharedStoring
+        pending = PendingWrites(limit: configuration.pendingWriteLimit)
+        startedAt = clock.now()
+        if let shared {
+            let tasks = startSharing(shared)
+            background.withLock { $0 = tasks }
+        }
     }
 
     /// After evictions, hands the freed memory back to the system: glibc keeps freed small blocks
@@ -237,6 +263,7 @@ public final class Edge: Sendable {
 
     /// Writes what is still buffered (served events) and stops background work.
     public func close() async {
+        for task in background.withLock({ $0 }) { task.cancel() }
         await ledger.close()
     }
 
@@ -339,13 +366,15 @@ public final class Edge: Sendable {
         let key = host.description
         if let entry = entries.withLock({ $0.get(key) }) { return entry }
         var loaded = HostEntry.unknown
-        do {
+        if let shared, !shared.isAvailable {
+            // Outage: misses are fetched and served from memory (the store catches up later).
+        } else { do {
             if let (stored, snapshot) = try await store.host(key) {
                 loaded = Self.entry(stored, snapshot)
             }
         } catch {
             logger.error("store read failed; serving from memory only", metadata: ["host": "\(key)", "error": "\(error)"])
-        }
+        } }
         return entries.withLock { cache in
             if let existing = cache.get(key) { return existing }
             cache.set(key, loaded)
@@ -382,8 +411,9 @@ public final class Edge: Sendable {
     /// Returns what the fetch did and whether this caller joined someone else's fetch.
     func sharedFetch(_ host: OriginHost, trigger: String) async -> (AppliedFetch, collapsed: Bool) {
         let (applied, joined) = await fetches.run(host.description) { await self.fetchAndApply(host, trigger: trigger) }
-        if joined { metrics.coalesced() }
-        return (applied, joined)
+        let collapsed = joined || applied.remote
+        if collapsed { metrics.coalesced() }
+        return (applied, collapsed)
     }
 
     /// The one background refetch the state machine asked for (it asks again only after
@@ -401,6 +431,16 @@ public final class Edge: Sendable {
         let validators = before.snapshot.map { Validators(etag: $0.originETag, lastModified: $0.originLastModified) }
         let started = ContinuousClock.now
         let startedWall = clock.now()
+        // On a shared store, one edge fetches a host for clients; the others take its result.
+        if trigger == "request", shared != nil {
+            if let remote = await fetchedElsewhere(host, before: before, since: startedWall) {
+                logger.info("origin fetch made by another edge", metadata: ["host": "\(host.description)", "outcome": "\(remote.change)"])
+                return remote
+            }
+        }
+        defer {
+            if trigger == "request", let shared { Task { try? await shared.endFetch(host: host.description) } }
+        }
         // Fetches clients wait for share `--origin-concurrency` slots; refreshes and releases
         // have `--refetch-concurrency` of their own.
         let needsSlot = trigger == "request"
@@ -435,6 +475,12 @@ public final class Edge: Sendable {
             } catch {
                 logger.error("store write failed; the new copy is served from memory only", metadata: ["host": "\(key)", "error": "\(error)"])
                 metrics.storeWriteError()
+                later(key) { [store] in
+                    _ = try await store.recordSuccess(host: key, body: result.body, sha256: result.sha256 ?? "", etag: result.etag,
+                                                      lastModified: result.lastModified, contentType: result.contentType,
+                                                      cacheControl: result.cacheControl, valid: file.isValid, diagnostics: diagnostics,
+                                                      appIDs: appIDs, fetch: record)
+                }
             }
             let previous = before.snapshot?.version ?? before.storedVersion
             let sameBytes = before.snapshot?.sha256 == result.sha256
@@ -459,6 +505,7 @@ public final class Edge: Sendable {
             do { _ = try await store.recordNotModified(host: key, fetch: record, startedAt: startedWall) } catch {
                 logger.error("store write failed", metadata: ["host": "\(key)", "error": "\(error)"])
                 metrics.storeWriteError()
+                later(key) { [store] in _ = try await store.recordNotModified(host: key, fetch: record, startedAt: startedWall) }
             }
             // Waiters of this fetch are answered from the copy it confirmed, even when a hard
             // purge has dropped it from memory meanwhile.
@@ -485,6 +532,7 @@ public final class Edge: Sendable {
             do { _ = try await store.recordFailure(host: key, reason: failure.reason, details: failure.details, fetch: record) } catch {
                 logger.error("store write failed", metadata: ["host": "\(key)", "error": "\(error)"])
                 metrics.storeWriteError()
+                later(key) { [store] in _ = try await store.recordFailure(host: key, reason: failure.reason, details: failure.details, fetch: record) }
             }
             entries.withLock { memory in
                 var entry = memory.get(key) ?? before
@@ -512,6 +560,13 @@ public final class Edge: Sendable {
         return applied
     }
 
+    /// A write the shared store missed, kept for when it is back (an embedded store's failure
+    /// is local trouble: nothing to wait for).
+    private func later(_ host: String, _ write: @escaping PendingWrites.Write) {
+        guard shared != nil else { return }
+        pending.add(host: host, write)
+    }
+
     // MARK: admin operations
 
     /// Fetches from the origin now (joining a fetch in flight).
@@ -535,6 +590,14 @@ public final class Edge: Sendable {
             known = entries.withLock { $0.entries[key]?.snapshot != nil || $0.entries[key]?.storedVersion != nil }
         }
         guard known else { return nil }
+        applyPurge(key, soft: soft)
+        logger.notice("purge", metadata: ["host": "\(key)", "mode": "\(soft ? "soft" : "hard")"])
+        metrics.purge(soft: soft)
+        return true
+    }
+
+    /// The purge event through the host's state machine (a local purge, or one another edge announced).
+    func applyPurge(_ key: String, soft: Bool) {
         entries.withLock { memory in
             _ = memory.modify(key) { entry in
                 if entry.cache.handle(.purge(soft: soft), configuration: cache).contains(.forgetCopy) {
@@ -543,9 +606,6 @@ public final class Edge: Sendable {
                 }
             }
         }
-        logger.notice("purge", metadata: ["host": "\(key)", "mode": "\(soft ? "soft" : "hard")"])
-        metrics.purge(soft: soft)
-        return true
     }
 
     /// Models an App Store release: refetches every host whose current snapshot names one of

@@ -41,6 +41,11 @@ public enum EdgeServer {
         }
         router.get("/healthz") { _, _ in Response.text(.ok, "ok\n") }
         router.get("/readyz") { _, _ in
+            // A shared store may be down while the edge serves on from memory: ready, and says so.
+            if edge.isShared {
+                let available = edge.storeAvailable
+                return Response.json(.ok, .object(JSONObject([JSONMember("store", .string(available ? "ok" : "unavailable"))])))
+            }
             do {
                 try await edge.checkReady()
                 return Response.text(.ok, "ready\n")
@@ -232,6 +237,16 @@ struct AdminRoutes: Sendable {
                 JSONMember("next", page.next.map { .string($0) } ?? .null),
             ])))
         }
+        group.get("/nodes") { request, _ in
+            try authorize(request)
+            let nodes = try await history { try await edge.nodes() }
+            return Response.json(.ok, .object(JSONObject([JSONMember("nodes", .array(nodes.map { node in
+                .object(JSONObject([
+                    JSONMember("node", .string(node.node)), JSONMember("startedAt", .string(RFC3339.string(node.startedAt))),
+                    JSONMember("lastSeenAt", .string(RFC3339.string(node.lastSeenAt))), JSONMember("version", .string(node.version)),
+                ]))
+            }))])))
+        }
         group.get("/domains/:host") { request, context in
             try authorize(request)
             let host = try parseHost(context.parameters.get("host") ?? "")
@@ -240,11 +255,13 @@ struct AdminRoutes: Sendable {
         }
         group.post("/domains/:host/refetch") { request, context in
             try authorize(request)
+            try requireStore()
             let host = try allowedHost(context.parameters.get("host") ?? "")
             return Response.json(.ok, await edge.refetch(host).json)
         }
         group.post("/domains/:host/purge") { request, context in
             try authorize(request)
+            try requireStore()
             let host = try parseHost(context.parameters.get("host") ?? "")
             let softText = request.uri.queryParameters.get("soft") ?? "false"
             guard ["true", "1", "false", "0"].contains(softText) else { throw AdminError(.badRequest, "soft must be true, false, 1 or 0") }
@@ -306,6 +323,7 @@ struct AdminRoutes: Sendable {
         }
         group.post("/releases") { request, context in
             try authorize(request)
+            try requireStore()
             let body = try await request.body.collect(upTo: 1 << 20)
             guard case .object(let object)? = try? JSONReader.parse(String(buffer: body)) else {
                 throw AdminError(.badRequest, "the body must be a JSON object {\"appIDs\":[…],\"domains\":[…]}")
@@ -348,6 +366,11 @@ struct AdminRoutes: Sendable {
 
     /// `Authorization: Bearer <token>` (the scheme in any case, RFC 9110 §11.1), compared in
     /// constant time.
+    /// Admin writes need the store: while a shared store is unreachable they answer `503`.
+    func requireStore() throws {
+        guard edge.storeAvailable else { throw AdminError(.serviceUnavailable, "the shared store is unavailable; try again once it is back") }
+    }
+
     func authorize(_ request: Request) throws {
         guard Self.constantTimeEqual(Self.bearerToken(request.headers[.authorization] ?? ""), Array(token.utf8)) else {
             throw AdminError(.unauthorized, "missing or invalid bearer token")

@@ -202,3 +202,69 @@ public struct ProbeRecord: Sendable, Equatable {
         self.durationMs = durationMs
     }
 }
+
+/// Everything a store holds about one host, for `store copy`: host row, versions with their
+/// bytes, fetch log (oldest first) and ledger.
+public struct HostCopy: Sendable {
+    public struct LedgerClient: Sendable, Equatable {
+        public let version: Int
+        public let client: String
+        public let firstAt: Double
+        public let lastAt: Double
+        public init(version: Int, client: String, firstAt: Double, lastAt: Double) {
+            self.version = version
+            self.client = client
+            self.firstAt = firstAt
+            self.lastAt = lastAt
+        }
+    }
+    public struct LedgerOthers: Sendable, Equatable {
+        public let version: Int
+        public let clients: Int
+        public let lastAt: Double
+        public init(version: Int, clients: Int, lastAt: Double) {
+            self.version = version
+            self.clients = clients
+            self.lastAt = lastAt
+        }
+    }
+    public var host: StoredHost
+    public var createdAt: Double
+    public var expiresAt: Double?
+    public var failureUntil: Double?
+    public var purgedAt: Double?
+    public var snapshots: [StoredSnapshot]
+    public var fetches: [LoggedFetch]
+    public var clients: [LedgerClient]
+    public var others: [LedgerOthers]
+
+    public init(host: StoredHost, createdAt: Double, expiresAt: Double?, failureUntil: Double?, purgedAt: Double?,
+                snapshots: [StoredSnapshot], fetches: [LoggedFetch], clients: [LedgerClient], others: [LedgerOthers]) {
+        self.host = host
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+        self.failureUntil = failureUntil
+        self.purgedAt = purgedAt
+        self.snapshots = snapshots
+        self.fetches = fetches
+        self.clients = clients
+        self.others = others
+    }
+}
+
+/// One probe run with its observations, for `store copy`.
+public struct ProbeRunCopy: Sendable {
+    public let host: String
+    public let cdnURL: String
+    public let interval: Double
+    public let startedAt: Double
+    public let observations: [ProbeRecord]
+
+    public init(host: String, cdnURL: String, interval: Double, startedAt: Double, observations: [ProbeRecord]) {
+        self.host = host
+        self.cdnURL = cdnURL
+        self.interval = interval
+        self.startedAt = startedAt
+        self.observations = observations
+    }
+}

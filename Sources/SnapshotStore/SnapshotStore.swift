@@ -497,4 +497,46 @@ public final class SnapshotStore: Sendable {
             }
         }
     }
+
+    // MARK: export (`store copy`)
+
+    /// Everything stored about one host; nil when unknown.
+    public func export(host name: String) throws -> HostCopy? {
+        try pool.read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM host WHERE name = ?", arguments: [name]) else { return nil }
+            let snapshots = try Row.fetchAll(db, sql: "SELECT * FROM snapshot WHERE host = ? ORDER BY version", arguments: [name]).map(Self.snapshot)
+            let current = snapshots.first { $0.version == row["currentVersion"] }
+            let fetches = try Row.fetchAll(db, sql: """
+                SELECT at, outcome, status, reason, details, durationMs, version, trigger FROM fetch WHERE host = ? ORDER BY id
+                """, arguments: [name]).map {
+                LoggedFetch(at: $0["at"], outcome: $0["outcome"], status: $0["status"], reason: $0["reason"], details: $0["details"],
+                            durationMs: $0["durationMs"], version: $0["version"], trigger: $0["trigger"])
+            }
+            let clients = try Row.fetchAll(db, sql: "SELECT version, client, firstAt, lastAt FROM served_client WHERE host = ?", arguments: [name]).map {
+                HostCopy.LedgerClient(version: $0["version"], client: $0["client"], firstAt: $0["firstAt"], lastAt: $0["lastAt"])
+            }
+            let others = try Row.fetchAll(db, sql: "SELECT version, clients, lastAt FROM served_others WHERE host = ?", arguments: [name]).map {
+                HostCopy.LedgerOthers(version: $0["version"], clients: $0["clients"], lastAt: $0["lastAt"])
+            }
+            return HostCopy(host: Self.host(row, appIDs: current?.appIDs ?? []), createdAt: row["createdAt"], expiresAt: row["expiresAt"],
+                            failureUntil: row["failureUntil"], purgedAt: row["purgedAt"], snapshots: snapshots, fetches: fetches,
+                            clients: clients, others: others)
+        }
+    }
+
+    /// Every probe run with its observations, oldest first.
+    public func probeRuns() throws -> [ProbeRunCopy] {
+        let runs = try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT id, host, cdnURL, interval, startedAt FROM probe_run ORDER BY id").map {
+                (id: $0["id"] as Int64, host: $0["host"] as String, cdnURL: $0["cdnURL"] as String, interval: $0["interval"] as Double,
+                 startedAt: $0["startedAt"] as Double)
+            }
+        }
+        return try runs.map {
+            ProbeRunCopy(host: $0.host, cdnURL: $0.cdnURL, interval: $0.interval, startedAt: $0.startedAt,
+                         observations: try probeObservations(run: $0.id))
+        }
+    }
 }
+
+extension SnapshotStore: SnapshotStoring {}

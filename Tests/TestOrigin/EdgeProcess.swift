@@ -104,7 +104,7 @@ public final class EdgeProcess: @unchecked Sendable {
     public var pid: Int32 { process.processIdentifier }
     public var isRunning: Bool { process.isRunning }
 
-    /// Starts `serve --port 0 --db DB ARGUMENTS…` and waits for its "listening on" line. With a
+    /// Starts `serve --port 0 --db DB ARGUMENTS…` (no `--db` when DB is empty) and waits for its "listening on" line. With a
     /// `launcher`, runs `LAUNCHER… BINARY serve …` instead (e.g. a private mount namespace).
     /// `adminToken` empty: no `--admin-token` (the edge reads or makes its token file);
     /// `environment`: variables added to the test's own.
@@ -114,7 +114,7 @@ public final class EdgeProcess: @unchecked Sendable {
         stderrFile = FileManager.default.temporaryDirectory.appendingPathComponent("edge-\(UUID().uuidString).log")
         FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
         process = Process()
-        let serve = ["serve", "--port", "0", "--db", db] + (adminToken.isEmpty ? [] : ["--admin-token", adminToken]) + arguments
+        let serve = ["serve", "--port", "0"] + (db.isEmpty ? [] : ["--db", db]) + (adminToken.isEmpty ? [] : ["--admin-token", adminToken]) + arguments
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         }
