@@ -4,7 +4,7 @@
 # and runs. Arguments go to edge_bench.py, e.g. --only P1 --rounds 5, --p5-hosts 20000.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
+. scripts/lib/install-missing.sh
 need=()
 command -v nginx >/dev/null || need+=(nginx)
 [ -f /usr/lib/nginx/modules/ngx_http_echo_module.so ] || need+=(libnginx-mod-http-echo)
@@ -12,11 +12,7 @@ command -v varnishd >/dev/null || need+=(varnish)
 command -v wrk >/dev/null || need+=(wrk)
 command -v curl >/dev/null || need+=(curl)
 command -v openssl >/dev/null || need+=(openssl)
-if [ ${#need[@]} -gt 0 ]; then
-  echo "installing: ${need[*]}" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get install -y "${need[@]}" || { $SUDO apt-get update && $SUDO apt-get install -y "${need[@]}"; }
-fi
+install_missing "${need[@]}"
 # The distribution's services are not the benchmark's: keep them from holding ports or CPU.
 for service in nginx varnish varnishncsa; do $SUDO systemctl stop "$service" 2>/dev/null || true; done
 swift build -c release --product aasa-edge >&2

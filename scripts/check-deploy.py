@@ -44,8 +44,9 @@ def check_compose():
         if key not in allowed:
             problem(f"compose.yaml: unknown top-level key {key!r}")
     services = doc.get("services") or {}
-    if set(services) != {"edge", "prometheus", "grafana"}:
-        problem(f"compose.yaml: services are {sorted(services)}, expected edge, prometheus, grafana")
+    expected = {"edge", "prometheus", "grafana", "postgres", "edge-1", "edge-2", "edge-3", "balancer"}
+    if set(services) != expected:
+        problem(f"compose.yaml: services are {sorted(services)}, expected {sorted(expected)}")
     declared = set((doc.get("volumes") or {}).keys())
     for name, service in services.items():
         if "image" not in service and "build" not in service:
@@ -70,14 +71,37 @@ def check_compose():
         for dependency in service.get("depends_on", []):
             if dependency not in services:
                 problem(f"compose.yaml: {name} depends on unknown service {dependency}")
+    check_cluster_profile(services)
     print(f"  compose.yaml: {len(services)} services, {len(declared)} volumes")
+
+
+def check_cluster_profile(services):
+    """The cluster profile: every edge on the same store with its own node id, one admin token,
+    and the balancer's upstreams are exactly those edges."""
+    edges = {name: s for name, s in services.items() if name.startswith("edge-")}
+    stores = {s.get("environment", {}).get("AASA_EDGE_STORE") for s in edges.values()}
+    nodes = [s.get("environment", {}).get("AASA_EDGE_NODE_ID") for s in edges.values()]
+    tokens = {s.get("environment", {}).get("AASA_EDGE_ADMIN_TOKEN") for s in edges.values()}
+    if len(stores) != 1 or not str(next(iter(stores))).startswith("postgres://"):
+        problem(f"compose.yaml: the cluster edges do not share one postgres:// store: {stores}")
+    if sorted(nodes) != sorted(edges):
+        problem(f"compose.yaml: cluster node ids {nodes} are not the service names {sorted(edges)}")
+    if len(tokens) != 1:
+        problem("compose.yaml: the cluster edges do not share one admin token")
+    for name, service in list(edges.items()) + [("postgres", services.get("postgres", {})), ("balancer", services.get("balancer", {}))]:
+        if service.get("profiles") != ["cluster"]:
+            problem(f"compose.yaml: {name} is not in the cluster profile only")
+    upstreams = set(re.findall(r"server (edge-\d):8080", read("docker/cluster/nginx.conf")))
+    if upstreams != set(edges):
+        problem(f"cluster/nginx.conf balances over {sorted(upstreams)}, the compose edges are {sorted(edges)}")
 
 
 def check_variables(binary):
     help_text = subprocess.run([binary, "serve", "--help"], capture_output=True, text=True, check=True).stdout
     known = set(re.findall(r"AASA_EDGE_[A-Z_]+", help_text))
     files = ["docker/Dockerfile", "docker/compose.yaml", "systemd/aasa-edge.env"] + [
-        "k8s/" + f for f in sorted(os.listdir(os.path.join(DEPLOY, "k8s"))) if f.endswith(".yaml")]
+        "k8s/" + f for f in sorted(os.listdir(os.path.join(DEPLOY, "k8s"))) if f.endswith(".yaml")] + [
+        "k8s/cluster/" + f for f in sorted(os.listdir(os.path.join(DEPLOY, "k8s/cluster"))) if f.endswith(".yaml")]
     used = 0
     before = len(problems)
     for path in files:

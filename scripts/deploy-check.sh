@@ -45,13 +45,17 @@ command -v kubernetes-validate >/dev/null || pip_install kubernetes-validate
 if command -v kubernetes-validate >/dev/null; then
   kubernetes-validate --strict --quiet deploy/k8s/{configmap,secret,pvc,deployment,service}.yaml \
     && echo "  5 manifests valid" || fail "kubernetes-validate"
+  kubernetes-validate --strict --quiet deploy/k8s/cluster/{store-secret,postgres,deployment}.yaml \
+    && echo "  3 cluster manifests valid" || fail "kubernetes-validate (cluster)"
   if command -v kubectl >/dev/null; then
     rendered=$(mktemp --suffix=.yaml)
-    if kubectl kustomize deploy/k8s > "$rendered"; then
-      kubernetes-validate --strict --quiet "$rendered" && echo "  kustomize output valid" || fail "kustomize output"
-    else
-      fail "kubectl kustomize deploy/k8s"
-    fi
+    for dir in deploy/k8s deploy/k8s/cluster; do
+      if kubectl kustomize "$dir" > "$rendered"; then
+        kubernetes-validate --strict --quiet "$rendered" && echo "  kustomize output of $dir valid" || fail "kustomize output of $dir"
+      else
+        fail "kubectl kustomize $dir"
+      fi
+    done
     rm -f "$rendered"
   else
     skipped+=("kustomize rendering (no kubectl)")

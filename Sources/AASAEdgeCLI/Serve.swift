@@ -112,27 +112,29 @@ struct ServeOptions: ParsableArguments {
         guard (0...256).contains(eventLoops) else { throw ValidationError("--event-loops must be 0 (one per core) to 256") }
         guard (1...1000).contains(storeConnections) else { throw ValidationError("--store-connections must be 1 to 1000") }
         if store != nil, db != nil { throw ValidationError("--store and --db name the store twice: use one") }
-        if let store { _ = try StoreChoice.parse(store) }
+        if let store {
+            do { _ = try StoreChoice.parse(store) } catch { throw ValidationError(String(error.message.trimmingPrefix("error: "))) }
+        }
         if let nodeID, !NodeName.isValid(nodeID) { throw ValidationError("--node-id must be 1-64 of A-Z a-z 0-9 . _ -") }
     }
 
     /// The store chosen by --store or --db.
-    var storeChoice: StoreChoice {
-        get throws { try StoreChoice.parse(store ?? "sqlite:" + (db ?? StoreChoice.defaultPath)) }
+    func storeChoice() throws -> StoreChoice {
+        try StoreChoice.parse(store ?? "sqlite:" + (db ?? StoreChoice.defaultPath))
     }
 
     var node: String { nodeID ?? NodeName.hostDefault }
 
     /// Opens the chosen store: SQLite at once; PostgreSQL connected, migrated and listening.
     func openStore(logger: Logger) async throws -> (store: any SnapshotStoring, tokenFolder: String) {
-        switch try storeChoice {
-        case .sqlite(let path):
-            return (try StoreReader.openOrCreate(path), URL(fileURLWithPath: path).deletingLastPathComponent().path)
-        case .postgres(let location):
-            let (store, applied) = try await StoreChoice.openPostgres(location, node: node, connections: storeConnections, logger: logger)
-            logger.notice("store: \(location)", metadata: applied.isEmpty ? [:] : ["migrations": "\(applied.joined(separator: ", "))"])
-            return (store, "./var")
+        let choice = try storeChoice()
+        if case .postgres(let location) = choice {
+            let opened = try await StoreChoice.openPostgres(location, node: node, connections: storeConnections, logger: logger)
+            logger.notice("store: \(location)", metadata: opened.applied.isEmpty ? [:] : ["migrations": "\(opened.applied.joined(separator: ", "))"])
+            return (opened.store, "./var")
         }
+        let path = choice.sqlitePath ?? StoreChoice.defaultPath
+        return (try StoreReader.openOrCreate(path), URL(fileURLWithPath: path).deletingLastPathComponent().path)
     }
 
     func serve() async throws {

@@ -13,6 +13,11 @@ enum StoreChoice: Equatable {
 
     static let defaultPath = "./var/aasa-edge.sqlite"
 
+    var sqlitePath: String? {
+        if case .sqlite(let path) = self { return path }
+        return nil
+    }
+
     static func parse(_ text: String) throws(CLIFailure) -> StoreChoice {
         if text.hasPrefix("sqlite:") {
             let path = String(text.dropFirst("sqlite:".count))
@@ -37,7 +42,7 @@ enum StoreChoice: Equatable {
 
     /// Connects (waiting up to 10 s for the server), migrates the schema and, for an edge, listens.
     static func openPostgres(_ location: PostgresLocation, node: String, connections: Int, listen: Bool = true,
-                             logger: Logger) async throws(CLIFailure) -> (store: PostgresStore, applied: [String]) {
+                             logger: Logger) async throws -> (store: PostgresStore, applied: [String]) {
         do {
             let store = try PostgresStore(location: location, password: password, node: node, maxConnections: connections, logger: logger)
             do {
@@ -47,7 +52,7 @@ enum StoreChoice: Equatable {
                 throw error
             }
         } catch {
-            throw .io("cannot use the store \(location): \(PostgresStoreError.describe(error))")
+            throw CLIFailure.io("cannot use the store \(location): \(PostgresStoreError.describe(error))")
         }
     }
 }

@@ -99,8 +99,8 @@ public final class TestPostgres: @unchecked Sendable {
     /// Runs a command to its end; its output (stdout and stderr).
     ///
     /// posix_spawn and waitpid, not Foundation's Process: `pg_ctl start` leaves a server running
-    /// that inherits the descriptors Process watches to see its child end, so Process would wait
-    /// for the server to stop. Output goes to a file for the same reason.
+    /// that would inherit the descriptors Process watches to see its child end, so Process would
+    /// wait for the server to stop. Output goes to a file for the same reason.
     @discardableResult
     static func run(_ arguments: [String]) throws -> String {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("pg-run-\(UUID().uuidString).out")
@@ -111,6 +111,10 @@ public final class TestPostgres: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, file.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Nothing else of this process reaches the server pg_ctl leaves running: it would keep,
+        // say, the pipe Foundation watches to see another child (the test origin) end.
+        let open = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).compactMap { Int32($0) }
+        for fd in open where fd > 2 { posix_spawn_file_actions_addclose(&actions, fd) }
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var pid: pid_t = 0
