@@ -48,8 +48,11 @@ struct ServeOptions: ParsableArguments {
     @Option(name: .customLong("node-id"), help: ArgumentHelp("This edge's name in logs, metrics and /admin/v1/nodes (1-64 of A-Z a-z 0-9 . _ -). Default: the hostname.", valueName: "NAME"))
     var nodeID: String?
 
-    @Option(name: .customLong("store-connections"), help: ArgumentHelp("PostgreSQL store: pooled connections of this edge (one more listens for the other edges' changes). Writes waiting for an unreachable store are kept up to 10,000, oldest dropped first.", valueName: "N"))
+    @Option(name: .customLong("store-connections"), help: ArgumentHelp("PostgreSQL store: pooled connections of this edge (one more listens for the other edges' changes).", valueName: "N"))
     var storeConnections = 8
+
+    @Option(name: .customLong("store-backlog"), help: ArgumentHelp("PostgreSQL store: fetch results kept while the store is unreachable, written when it is back; beyond it the oldest are dropped (logged).", valueName: "N"))
+    var storeBacklog = 10_000
 
     @Option(name: .customLong("ttl"), help: ArgumentHelp("Seconds a successful fetch stays fresh.", valueName: "SECONDS"))
     var ttl: Number = 3600
@@ -111,6 +114,7 @@ struct ServeOptions: ParsableArguments {
         guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
         guard (0...256).contains(eventLoops) else { throw ValidationError("--event-loops must be 0 (one per core) to 256") }
         guard (1...1000).contains(storeConnections) else { throw ValidationError("--store-connections must be 1 to 1000") }
+        guard storeBacklog >= 1 else { throw ValidationError("--store-backlog must be at least 1") }
         if store != nil, db != nil { throw ValidationError("--store and --db name the store twice: use one") }
         if let store {
             do { _ = try StoreChoice.parse(store) } catch { throw ValidationError(String(error.message.trimmingPrefix("error: "))) }
@@ -164,7 +168,7 @@ struct ServeOptions: ParsableArguments {
                                                          allowDomains: allowDomain, refetchConcurrency: refetchConcurrency,
                                                          memoryCacheMB: memoryCacheMB, ledgerRetentionDays: ledgerRetentionDays.value,
                                                          originConcurrency: originConcurrency, maxTrackedClients: maxTrackedClients,
-                                                         node: node, version: AASAEdgeVersion.string),
+                                                         node: node, version: AASAEdgeVersion.string, pendingWriteLimit: storeBacklog),
                         store: store, fetcher: fetcher, logger: logger)
         let listenHost = host
         let tls = tlsCert.flatMap { cert in tlsKey.map { (certificate: cert, key: $0) } }

@@ -11,13 +11,16 @@ public enum CacheOutcome: String, Sendable, CaseIterable {
     /// `503`: the edge itself ran short (file descriptors, memory, an origin-fetch slot) and had
     /// no usable copy. Never an origin failure, never cached.
     case unavailable
+    /// `?mode=developer` (or `managed`): fetched from the origin for this request, nothing
+    /// stored, memory unchanged — the modes in which devices bypass Apple's CDN.
+    case bypass
 
     /// `X-Cache`, in Apple's vocabulary; nil for rejected and unavailable requests.
     public var xCache: String? {
         switch self {
         case .hitFresh, .revalidated, .failureHit: return "hit-fresh"
         case .hitStale: return "hit-stale"
-        case .miss, .failureMiss: return "miss"
+        case .miss, .failureMiss, .bypass: return "miss"
         case .rejected, .unavailable: return nil
         }
     }
@@ -37,6 +40,7 @@ public enum CacheOutcome: String, Sendable, CaseIterable {
         case .failureMiss:
             return "aasa-edge; fwd=uri-miss" + (originStatus.map { "; fwd-status=\($0)" } ?? "") + (collapsed ? "; collapsed" : "")
         case .unavailable: return "aasa-edge; fwd=uri-miss; detail=unavailable"
+        case .bypass: return "aasa-edge; fwd=bypass"
         case .rejected: return nil
         }
     }

@@ -359,6 +359,35 @@ public final class Edge: Sendable {
         return .failure(failure, age: age, outcome: outcome, cacheStatus: status)
     }
 
+    /// `?mode=developer` / `managed`: the origin now, through an `--origin-concurrency` slot, with
+    /// nothing stored, logged in the ledger or changed in memory (the state machine is not asked:
+    /// this request is outside the cache).
+    public func bypass(_ host: OriginHost) async -> EdgeReply {
+        guard await originSlots.acquire(timeout: fetcher.timeout) else {
+            metrics.shortage(.originSlots)
+            return .unavailable(.originSlots, detail: "\(configuration.originConcurrency) origin fetches are in flight (--origin-concurrency)",
+                                retryAfter: 1)
+        }
+        let result = await fetcher.fetch(host, validators: nil)
+        originSlots.release()
+        let now = clock.now()
+        let status = CacheOutcome.bypass.cacheStatus(ttl: 0) ?? ""
+        logger.info("origin fetch (bypass: nothing stored)", metadata: ["host": "\(host.description)", "status": "\(result.status.map(String.init) ?? "none")"])
+        switch result.outcome {
+        case .fetched, .notModified:
+            let snapshot = MemorySnapshot(version: 0, body: result.body, sha256: result.sha256 ?? SHA256.hex(result.body), originETag: nil,
+                                          originLastModified: nil, appIDs: [], diagnostics: "[]")
+            return .copy(snapshot, age: 0, outcome: .bypass, cacheStatus: status)
+        case .failed(let failure):
+            return .failure(FailureInfo(reason: failure.reason, details: failure.detailsJSON, at: now, originStatus: result.status),
+                            age: 0, outcome: .bypass, cacheStatus: status)
+        case .local(let problem):
+            let shortage = LocalShortage(problem.resource)
+            metrics.shortage(shortage)
+            return .unavailable(shortage, detail: "this edge is \(problem); try again shortly", retryAfter: 5)
+        }
+    }
+
     // MARK: state
 
     /// The host's entry: from memory, else from the store (first request after a restart).

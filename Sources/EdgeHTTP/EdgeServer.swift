@@ -92,7 +92,19 @@ struct ClientRoutes: Sendable {
     func cdn(_ request: Request, _ context: EdgeRequestContext) async -> Response {
         let target = request.head.path ?? ""
         let raw = String(target.dropFirst("/a/v1/".count).prefix { $0 != "?" })
-        return await answer(rawHost: raw, request: request, context: context)
+        let query = target.firstIndex(of: "?").map { target[target.index(after: $0)...] } ?? ""
+        return await answer(rawHost: raw, request: request, context: context, bypass: Self.isBypass(query: query))
+    }
+
+    /// `mode=developer`, `managed` or `developer+managed` (case-insensitive, compared after
+    /// percent-decoding only: `+` stays `+`) among the query's parameters: the modes that bypass
+    /// Apple's CDN. Any other query is ignored, as before.
+    static func isBypass(query: Substring) -> Bool {
+        query.split(separator: "&").contains { item in
+            guard let equals = item.firstIndex(of: "="), item[..<equals] == "mode" else { return false }
+            let value = String(item[item.index(after: equals)...]).removingPercentEncoding?.lowercased()
+            return ["developer", "managed", "developer+managed"].contains(value ?? "")
+        }
     }
 
     /// `/.well-known/apple-app-site-association` and `/apple-app-site-association`: the Host header
@@ -146,7 +158,7 @@ struct ClientRoutes: Sendable {
         return .success(host)
     }
 
-    private func answer(rawHost: String, request: Request, context: EdgeRequestContext) async -> Response {
+    private func answer(rawHost: String, request: Request, context: EdgeRequestContext, bypass: Bool = false) async -> Response {
         let host: OriginHost
         switch Self.resolve(rawHost, configuration: edge.configuration) {
         case .success(let resolved):
@@ -155,7 +167,7 @@ struct ClientRoutes: Sendable {
             edge.metrics.request(.rejected)
             return .text(rejection.status, rejection.line + "\n")
         }
-        let reply = await edge.serve(host, client: Self.client(request, context))
+        let reply = bypass ? await edge.bypass(host) : await edge.serve(host, client: Self.client(request, context))
         edge.metrics.request(reply.outcome)
         return Self.response(reply, host: host, request: request, cache: edge.configuration.cache)
     }
@@ -183,12 +195,12 @@ struct ClientRoutes: Sendable {
         switch reply {
         case .copy(let snapshot, let age, let outcome, let cacheStatus):
             headers[.appleOriginFormat] = "json"
-            headers[.cacheControl] = "max-age=\(Int(cache.ttl)),public"
+            headers[.cacheControl] = outcome == .bypass ? "no-store" : "max-age=\(Int(cache.ttl)),public"
             headers[.age] = String(age)
             headers[.eTag] = snapshot.etag
             if let xCache = outcome.xCache { headers[.xCache] = xCache }
             headers[.cacheStatus] = cacheStatus
-            headers[.edgeVersion] = String(snapshot.version)
+            if outcome != .bypass { headers[.edgeVersion] = String(snapshot.version) }  // a bypass stores no version
             if let condition = ifNoneMatch, Self.condition(condition, matches: snapshot.etag) {
                 return (HTTPResponse(status: .notModified, headerFields: headers), nil)
             }
@@ -199,7 +211,7 @@ struct ClientRoutes: Sendable {
             headers[.appleFailureReason] = failure.reason
             headers[.appleFailureDetails] = failure.details
             headers[.appleTryDirect] = failure.tryDirect ? "true" : "false"
-            headers[.cacheControl] = "max-age=\(Int(cache.failureTTL)),public"
+            headers[.cacheControl] = outcome == .bypass ? "no-store" : "max-age=\(Int(cache.failureTTL)),public"
             headers[.age] = String(age)
             if let xCache = outcome.xCache { headers[.xCache] = xCache }
             headers[.cacheStatus] = cacheStatus

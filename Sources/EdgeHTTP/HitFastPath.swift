@@ -167,6 +167,9 @@ final class HitFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         let fromAuthority: Bool
         if target.starts(with: "/a/v1/".utf8) {
             let name = target.dropFirst(6)
+            // A query that may ask for a bypass mode is the router's to read (`ClientRoutes.isBypass`).
+            if let question = name.firstIndex(of: UInt8(ascii: "?")),
+               UnsafeRawBufferPointer(rebasing: name[question...]).lowercasedContains("mode") { return nil }
             raw = UnsafeRawBufferPointer(rebasing: name[..<(name.firstIndex(of: UInt8(ascii: "?")) ?? name.endIndex)])
             fromAuthority = false
         } else if target.elementsEqual("/.well-known/apple-app-site-association".utf8) || target.elementsEqual("/apple-app-site-association".utf8) {
@@ -537,5 +540,22 @@ final class ExplicitConnectionClose: ChannelInboundHandler, RemovableChannelHand
         let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
         // Userinfo has no place in a request target; keep only what follows it.
         return String(authority.split(separator: "@", omittingEmptySubsequences: false).last ?? "")
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// Whether these bytes contain `word` (lower-case ASCII), compared case-insensitively.
+    func lowercasedContains(_ word: StaticString) -> Bool {
+        let needle = UnsafeRawBufferPointer(start: word.utf8Start, count: word.utf8CodeUnitCount)
+        guard count >= needle.count else { return false }
+        for start in 0...(count - needle.count) {
+            var matched = true
+            for offset in 0..<needle.count where self[start + offset] | 0x20 != needle[offset] {
+                matched = false
+                break
+            }
+            if matched { return true }
+        }
+        return false
     }
 }
