@@ -63,6 +63,9 @@ struct ServeOptions: ParsableArguments {
     @Option(name: .customLong("stale-if-error"), help: ArgumentHelp("Seconds past expiry that the last good copy may still be served when the origin fails.", valueName: "SECONDS"))
     var staleIfError: Number = 604_800
 
+    @Option(name: .customLong("stale-while-revalidate"), help: ArgumentHelp("Seconds past expiry that the copy is served at once as hit-stale while one background refetch runs; 0: a request past expiry waits for the origin.", valueName: "SECONDS"))
+    var staleWhileRevalidate: Number = 0
+
     @OptionGroup var origin: OriginOptions
 
     @Option(name: .customLong("allow-domain"), help: ArgumentHelp("Serve only these domains and their subdomains (label boundary). Repeatable.", valueName: "SUFFIX"))
@@ -103,7 +106,7 @@ struct ServeOptions: ParsableArguments {
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
-        for (name, value) in [("--ttl", ttl.value), ("--failure-ttl", failureTTL.value), ("--stale-if-error", staleIfError.value),
+        for (name, value) in [("--ttl", ttl.value), ("--failure-ttl", failureTTL.value), ("--stale-if-error", staleIfError.value), ("--stale-while-revalidate", staleWhileRevalidate.value),
                               ("--client-timeout", clientTimeout.value)] where !(value >= 0 && value.isFinite) {
             throw ValidationError("\(name) must be a non-negative number of seconds")
         }
@@ -164,7 +167,8 @@ struct ServeOptions: ParsableArguments {
         let token = try AdminToken.resolve(given: adminToken, folder: tokenFolder)
         Gauge(label: "aasa_edge_node_info", dimensions: [("node", node), ("version", AASAEdgeVersion.string)]).record(1)
         let fetcher = OriginFetcher(configuration: fetcherConfiguration)
-        let edge = Edge(configuration: EdgeConfiguration(cache: CacheConfiguration(ttl: ttl.value, failureTTL: failureTTL.value, staleIfError: staleIfError.value),
+        let edge = Edge(configuration: EdgeConfiguration(cache: CacheConfiguration(ttl: ttl.value, failureTTL: failureTTL.value, staleIfError: staleIfError.value,
+                                                                                     staleWhileRevalidate: staleWhileRevalidate.value),
                                                          allowDomains: allowDomain, refetchConcurrency: refetchConcurrency,
                                                          memoryCacheMB: memoryCacheMB, ledgerRetentionDays: ledgerRetentionDays.value,
                                                          originConcurrency: originConcurrency, maxTrackedClients: maxTrackedClients,

@@ -30,8 +30,10 @@ public enum CacheOutcome: String, Sendable, CaseIterable {
     ///   - ttl: seconds of freshness left (negative when stale), for hits and revalidations.
     ///   - originStatus: the status the origin answered with, when it was asked.
     ///   - collapsed: the request waited for a fetch another request started.
-    public func cacheStatus(ttl: Int, originStatus: Int? = nil, collapsed: Bool = false) -> String? {
+    ///   - revalidating: a stale copy served within `--stale-while-revalidate`.
+    public func cacheStatus(ttl: Int, originStatus: Int? = nil, collapsed: Bool = false, revalidating: Bool = false) -> String? {
         switch self {
+        case .hitStale where revalidating: return "aasa-edge; hit; ttl=\(ttl); detail=stale-while-revalidate"
         case .hitFresh, .hitStale: return "aasa-edge; hit; ttl=\(ttl)"
         case .failureHit: return "aasa-edge; hit; ttl=\(ttl); detail=failure"
         case .miss: return "aasa-edge; fwd=uri-miss; stored" + (collapsed ? "; collapsed" : "")

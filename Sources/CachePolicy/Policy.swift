@@ -8,11 +8,15 @@ public struct CacheConfiguration: Sendable, Equatable {
     public var failureTTL: Double
     /// Past expiry, the last good copy may still be served this long when the origin fails.
     public var staleIfError: Double
+    /// Past expiry, the copy is served at once (`hit-stale`) this long while one background
+    /// refetch runs; 0: a request past expiry waits for the origin.
+    public var staleWhileRevalidate: Double
 
-    public init(ttl: Double = 3600, failureTTL: Double = 1800, staleIfError: Double = 604_800) {
+    public init(ttl: Double = 3600, failureTTL: Double = 1800, staleIfError: Double = 604_800, staleWhileRevalidate: Double = 0) {
         self.ttl = ttl
         self.failureTTL = failureTTL
         self.staleIfError = staleIfError
+        self.staleWhileRevalidate = staleWhileRevalidate
     }
 }
 
@@ -77,6 +81,11 @@ public enum Policy {
             return .serveCopy(.hitStale, refreshInBackground: !failureCached)
         }
         if age < c.ttl { return .serveCopy(.hitFresh, refreshInBackground: false) }
+        if isRevalidating(state, now: now, configuration: c) {
+            // Within --stale-while-revalidate: the copy at once, one refetch in the background
+            // (none while a failure of that refetch is cached; stale-if-error follows the window).
+            return .serveCopy(.hitStale, refreshInBackground: !failureCached)
+        }
         if failureCached {
             // The origin failed recently: the last good copy while stale-if-error allows, else
             // the cached failure. Either way the origin is left alone until the failure expires.
@@ -104,6 +113,13 @@ public enum Policy {
             }
             return .unavailable
         }
+    }
+
+    /// Whether a copy past expiry is within the stale-while-revalidate window (not soft-purged).
+    public static func isRevalidating(_ state: CacheState, now: Double, configuration c: CacheConfiguration) -> Bool {
+        guard state.hasCopy, state.purge == .none, let confirmed = state.copyConfirmedAt else { return false }
+        let age = now - confirmed
+        return age >= c.ttl && age < c.ttl + c.staleWhileRevalidate
     }
 
     /// Seconds of freshness left for a copy (negative when stale).

@@ -347,7 +347,8 @@ public final class Edge: Sendable {
                            originStatus: Int? = nil) -> EdgeReply? {
         guard let snapshot = entry.snapshot, let confirmed = entry.cache.state.copyConfirmedAt else { return nil }
         let ttl = Policy.ttlRemaining(confirmedAt: confirmed, now: now, configuration: cache)
-        let status = outcome.cacheStatus(ttl: ttl, originStatus: originStatus, collapsed: collapsed) ?? ""
+        let status = outcome.cacheStatus(ttl: ttl, originStatus: originStatus, collapsed: collapsed,
+                                         revalidating: Policy.isRevalidating(entry.cache.state, now: now, configuration: cache)) ?? ""
         return .copy(snapshot, age: Policy.age(since: confirmed, now: now), outcome: outcome, cacheStatus: status)
     }
 

@@ -7,9 +7,12 @@ import TestSupport
 /// machine from what a store keeps (copy time, failure time, purge state, purge time).
 @Suite struct HostCacheTests {
     static let c = CacheConfiguration(ttl: 100, failureTTL: 30, staleIfError: 500)
+    /// The same with a stale-while-revalidate window.
+    static let revalidating = CacheConfiguration(ttl: 100, failureTTL: 30, staleIfError: 500, staleWhileRevalidate: 200)
 
     /// The contract, written plainly.
     struct Reference {
+        var c = HostCacheTests.c
         var copyAt: Double?        // nil: no copy held
         var failedAt: Double?
         var purge = PurgeState.none
@@ -19,7 +22,6 @@ import TestSupport
 
         /// What a request is answered with.
         mutating func request(_ now: Double) -> [HostCache.Action] {
-            let c = HostCacheTests.c
             let failureCached = failedAt != nil && now - failedAt! < c.failureTTL
             if let copyAt, purge != .hard {
                 if purge == .soft {
@@ -28,6 +30,12 @@ import TestSupport
                     return [.serveCopy(.hitStale), .refreshInBackground]
                 }
                 if now - copyAt < c.ttl { return [.serveCopy(.hitFresh)] }
+                if now - copyAt < c.ttl + c.staleWhileRevalidate {
+                    // Past expiry, within the window: stale at once, one refresh in the background.
+                    if failureCached || refreshing { return [.serveCopy(.hitStale)] }
+                    refreshing = true
+                    return [.serveCopy(.hitStale), .refreshInBackground]
+                }
                 if failureCached {
                     return now - copyAt < c.ttl + c.staleIfError ? [.serveCopy(.hitStale)] : [.serveFailure(.failureHit)]
                 }
@@ -68,11 +76,12 @@ import TestSupport
         }
     }
 
-    @Test(arguments: Array(UInt64(1)...UInt64(40)))
-    func randomEventsMatchTheReference(seed: UInt64) {
+    @Test(arguments: Array(UInt64(1)...UInt64(40)), [false, true])
+    func randomEventsMatchTheReference(seed: UInt64, withRevalidation: Bool) {
+        let c = withRevalidation ? Self.revalidating : Self.c
         var rng = SeededGenerator(seed: seed)
         var machine = HostCache()
-        var model = Reference()
+        var model = Reference(c: c)
         var now = 1_000.0
         var started = now
         var trail: [String] = []
@@ -80,11 +89,11 @@ import TestSupport
             now += [0, 1, 10, 40, 120, 700][Int.random(in: 0..<6, using: &rng)]
             switch Int.random(in: 0..<100, using: &rng) {
             case 0..<40:
-                let actions = machine.handle(.request(now: now), configuration: Self.c)
+                let actions = machine.handle(.request(now: now), configuration: c)
                 let expected = model.request(now)
                 trail.append("request@\(now)")
                 #expect(actions == expected, "seed \(seed): \(actions) vs model \(expected); \(trail.suffix(12))")
-                #expect(machine.answerFromMemory(now: now, configuration: Self.c) == nil || !actions.contains(.refreshInBackground))
+                #expect(machine.answerFromMemory(now: now, configuration: c) == nil || !actions.contains(.refreshInBackground))
             case 40..<65:
                 let end: FetchEnd = [.updated, .confirmed, .notModified, .failed, .unavailable][Int.random(in: 0..<5, using: &rng)]
                 // A fetch that began since the last (re)start; the machine knows it by its purge count then.
@@ -92,16 +101,16 @@ import TestSupport
                 // A 304 only answers a conditional request: one made while a copy was held.
                 if end == .notModified, model.copyAt == nil { continue }
                 let purgesAtStart = model.purgeTimes.filter { $0 <= startedAt }.count
-                _ = machine.handle(.fetchFinished(end, purgesAtStart: purgesAtStart, now: now), configuration: Self.c)
+                _ = machine.handle(.fetchFinished(end, purgesAtStart: purgesAtStart, now: now), configuration: c)
                 model.fetched(end, startedAt: startedAt, now: now)
                 trail.append("\(end)@\(now) from \(startedAt)")
             case 65..<75:
                 let soft = Bool.random(using: &rng)
-                let actions = machine.handle(.purge(soft: soft), configuration: Self.c)
+                let actions = machine.handle(.purge(soft: soft), configuration: c)
                 #expect(actions == model.purge(soft: soft, now), "seed \(seed): purge actions")
                 trail.append(soft ? "soft purge@\(now)" : "hard purge@\(now)")
             case 75..<85:
-                _ = machine.handle(.refreshFinished, configuration: Self.c)
+                _ = machine.handle(.refreshFinished, configuration: c)
                 model.refreshing = false
                 trail.append("refresh finished")
             default:
@@ -114,7 +123,7 @@ import TestSupport
                 trail.append("restart")
             }
             #expect(machine.state == model.state, "seed \(seed): state \(machine.state) vs model \(model.state); \(trail.suffix(12))")
-            #expect(machine.adminState(now: now, configuration: Self.c) == Policy.adminState(model.state, now: now, configuration: Self.c))
+            #expect(machine.adminState(now: now, configuration: c) == Policy.adminState(model.state, now: now, configuration: c))
         }
     }
 
