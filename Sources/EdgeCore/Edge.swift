@@ -49,6 +49,9 @@ public struct EdgeConfiguration: Sendable {
         memoryBudgetBytes = max(1, memoryCacheMB) << 20
     }
 
+    /// This edge's `Via` entry on every client-route answer.
+    public var via: String { "1.1 \(node) (aasa-edge/\(version))" }
+
     /// The allowlist matches on a label boundary: `lab.test` admits `a.lab.test` and `lab.test`.
     public func isAllowed(_ host: OriginHost) -> Bool {
         allowDomains.isEmpty || allowDomains.contains { host.name == $0 || host.name.hasSuffix("." + $0) }

@@ -96,6 +96,14 @@ struct ClientRoutes: Sendable {
         return await answer(rawHost: raw, request: request, context: context, bypass: Self.isBypass(query: query))
     }
 
+    /// Whether a `Via` value has an entry by `node` (`1.1 NODE (comment)`, comma-separated).
+    static func names(via: String, node: String) -> Bool {
+        via.split(separator: ",").contains { entry in
+            let parts = entry.split(separator: " ", omittingEmptySubsequences: true)
+            return parts.count >= 2 && parts[1] == node
+        }
+    }
+
     /// `mode=developer`, `managed` or `developer+managed` (case-insensitive, compared after
     /// percent-decoding only: `+` stays `+`) among the query's parameters: the modes that bypass
     /// Apple's CDN. Any other query is ignored, as before.
@@ -167,13 +175,20 @@ struct ClientRoutes: Sendable {
             edge.metrics.request(.rejected)
             return .text(rejection.status, rejection.line + "\n")
         }
+        if let via = request.headers[.via], Self.names(via: via, node: edge.configuration.node) {
+            edge.metrics.request(.rejected)
+            var headers: HTTPFields = [.contentType: "text/plain; charset=utf-8", .via: edge.configuration.via]
+            headers[.cacheControl] = "no-store"
+            return Response(status: .init(code: 508, reasonPhrase: "Loop Detected"), headers: headers,
+                            body: .init(byteBuffer: ByteBuffer(string: "loop detected: this request already passed through \(edge.configuration.node)\n")))
+        }
         let reply = bypass ? await edge.bypass(host) : await edge.serve(host, client: Self.client(request, context))
         edge.metrics.request(reply.outcome)
-        return Self.response(reply, host: host, request: request, cache: edge.configuration.cache)
+        return Self.response(reply, host: host, request: request, configuration: edge.configuration)
     }
 
-    static func response(_ reply: EdgeReply, host: OriginHost, request: Request, cache: CacheConfiguration) -> Response {
-        let (head, body) = parts(reply, host: host, ifNoneMatch: request.headers[.ifNoneMatch], cache: cache)
+    static func response(_ reply: EdgeReply, host: OriginHost, request: Request, configuration: EdgeConfiguration) -> Response {
+        let (head, body) = parts(reply, host: host, ifNoneMatch: request.headers[.ifNoneMatch], configuration: configuration)
         return Response(status: head.status, headers: head.headerFields, body: body.map { .init(byteBuffer: $0) } ?? .init())
     }
 
@@ -187,11 +202,13 @@ struct ClientRoutes: Sendable {
 
     /// The response to a client request, as a head and a body: shared by the router and the hit
     /// fast path so that both answer byte for byte alike.
-    static func parts(_ reply: EdgeReply, host: OriginHost, ifNoneMatch: String?, cache: CacheConfiguration) -> (HTTPResponse, ByteBuffer?) {
+    static func parts(_ reply: EdgeReply, host: OriginHost, ifNoneMatch: String?, configuration: EdgeConfiguration) -> (HTTPResponse, ByteBuffer?) {
+        let cache = configuration.cache
         var headers: HTTPFields = [:]
-        headers.reserveCapacity(14)
+        headers.reserveCapacity(15)
         headers[.date] = HTTPDate.now()
         headers[.appleFrom] = host.originURL
+        headers[.via] = configuration.via
         switch reply {
         case .copy(let snapshot, let age, let outcome, let cacheStatus):
             headers[.appleOriginFormat] = "json"

@@ -190,12 +190,12 @@ final class HitFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             if let last = lastWire, last.carries(host, version: snapshot.version, age: age, cacheStatus: cacheStatus, second: second) {
                 wire = last
             } else {
-                wire = cache.wire(reply, host: host, configuration: edge.configuration.cache)
+                wire = cache.wire(reply, host: host, configuration: edge.configuration)
                 lastWire = wire
             }
             return head.isHead ? wire.bytes.getSlice(at: wire.bytes.readerIndex, length: wire.headLength) : wire.bytes
         }
-        let (response, body) = HitResponseCache.build(reply, host: host, ifNoneMatch: ifNoneMatch, configuration: edge.configuration.cache)
+        let (response, body) = HitResponseCache.build(reply, host: host, ifNoneMatch: ifNoneMatch, configuration: edge.configuration)
         var out = context.channel.allocator.buffer(capacity: 512 + (body?.readableBytes ?? 0))
         HitResponseCache.writeHead(response, into: &out)
         if !head.isHead, var body { out.writeBuffer(&body) }
@@ -439,7 +439,7 @@ final class HitResponseCache: @unchecked Sendable {
     /// The response bytes for a copy (`reply` must be `.copy`), shared by every hit on the host
     /// within the second. Kept while the built responses fit their budget; past it, the older
     /// ones are dropped (and rebuilt from the memory cache when next needed).
-    func wire(_ reply: EdgeReply, host: OriginHost, configuration: CacheConfiguration) -> Wire {
+    func wire(_ reply: EdgeReply, host: OriginHost, configuration: EdgeConfiguration) -> Wire {
         guard case .copy(let snapshot, let age, _, let cacheStatus) = reply else { preconditionFailure("wire(_:) takes a copy") }
         let second = HTTPDate.second()
         let previous = lock.withLock { built[host] }
@@ -475,8 +475,8 @@ final class HitResponseCache: @unchecked Sendable {
 
     /// The router's response parts for a reply, with `Content-Length` (not on a 304: it has no
     /// body, and a length there would have to be the 200's).
-    static func build(_ reply: EdgeReply, host: OriginHost, ifNoneMatch: String?, configuration: CacheConfiguration) -> (HTTPResponse, ByteBuffer?) {
-        var (head, body) = ClientRoutes.parts(reply, host: host, ifNoneMatch: ifNoneMatch, cache: configuration)
+    static func build(_ reply: EdgeReply, host: OriginHost, ifNoneMatch: String?, configuration: EdgeConfiguration) -> (HTTPResponse, ByteBuffer?) {
+        var (head, body) = ClientRoutes.parts(reply, host: host, ifNoneMatch: ifNoneMatch, configuration: configuration)
         if head.status != .notModified { head.headerFields[.contentLength] = String(body?.readableBytes ?? 0) }
         return (head, body)
     }

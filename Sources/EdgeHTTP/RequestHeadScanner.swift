@@ -178,6 +178,9 @@ struct RequestHeadScanner {
 
         private func field(_ name: Range<Int>) -> Field {
             switch name.count {
+            case 3:
+                // A request through another tier (its Via) is the router's: it checks for loops.
+                return equalsIgnoringCase(name, "via") ? .body : .other
             case 4: return equalsIgnoringCase(name, "host") ? .host : .other
             case 6: return equalsIgnoringCase(name, "expect") ? .body : .other
             case 7: return equalsIgnoringCase(name, "upgrade") ? .body : .other

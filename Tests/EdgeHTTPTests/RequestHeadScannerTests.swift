@@ -60,6 +60,8 @@ import Testing
         "GET * HTTP/1.1\r\nHost: x\r\n\r\n",
         "GET  /a HTTP/1.1\r\nHost: x\r\n\r\n",
         "\r\nGET /a HTTP/1.1\r\nHost: x\r\n\r\n",
+        // A request through another tier: the router checks its Via for a loop (508).
+        "GET /a/v1/a.test HTTP/1.1\r\nHost: x\r\nVia: 1.1 edge-a (aasa-edge/0.1.0)\r\n\r\n",
         // Line ends and whitespace.
         "GET /a HTTP/1.1\nHost: x\n\n",
         "GET /a HTTP/1.1\r\nHost: x\n\r\n",

@@ -49,3 +49,32 @@ import Testing
         #expect(try origin.requestCount(host) == 2)
     }
 }
+
+/// `Via: 1.1 <node-id> (aasa-edge/<version>)` on every client-route answer; a request that already
+/// passed through this edge is a loop (`508`).
+@Suite(.serialized) struct ViaTests {
+    @Test func everyAnswerNamesTheEdgeAndALoopIs508() throws {
+        let host = "via.lab.test"
+        try origin.serve(host, body: aasaBody())
+        let edge = try startEdge(hosts: [host, "via-missing.lab.test"], extra: ["--node-id", "edge-via"])
+        defer { edge.stop() }
+        let version = "0.1.0"
+        let entry = "1.1 edge-via (aasa-edge/\(version))"
+        #expect(try edge.get("/a/v1/\(host)").headers["via"] == entry, "miss")
+        #expect(try edge.get("/a/v1/\(host)").headers["via"] == entry, "hit (fast path)")
+        #expect(try edge.get("/a/v1/\(host)?mode=developer").headers["via"] == entry, "bypass")
+        #expect(try edge.get("/a/v1/via-missing.lab.test").headers["via"] == entry, "failure form")
+        let passing = try edge.get("/a/v1/\(host)?x", headers: ["Via": "1.1 parent-tier (aasa-edge/\(version))"])
+        #expect(passing.status == 200)
+        let loop = try edge.get("/a/v1/\(host)", headers: ["Via": "1.1 child (aasa-edge/\(version)), \(entry)"])
+        #expect(loop.status == 508 && loop.headers["cache-control"] == "no-store")
+        // The same on a kept-alive connection, where hits are answered by the fast path.
+        let fd = try TestHTTP.connect(port: edge.port)
+        defer { close(fd) }
+        let request = "GET /a/v1/\(host) HTTP/1.1\r\nHost: 127.0.0.1\r\nVia: \(entry)\r\n\r\n"
+        #expect(write(fd, request, request.utf8.count) == request.utf8.count)
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let got = read(fd, &buffer, buffer.count)
+        #expect(String(decoding: buffer.prefix(max(0, got)), as: UTF8.self).hasPrefix("HTTP/1.1 508"))
+    }
+}
