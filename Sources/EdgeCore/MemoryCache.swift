@@ -38,6 +38,13 @@ struct MemoryCache {
         if bytes > budget { evict(keeping: key) }
     }
 
+    /// Forgets every host (they are read back from the store when next asked for).
+    mutating func removeAll() {
+        entries.removeAll()
+        lastUse.removeAll()
+        bytes = 0
+    }
+
     /// The number of entries evicted since the last call.
     mutating func takeEvictions() -> Int {
         defer { evicted = 0 }

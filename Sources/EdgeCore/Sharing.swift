@@ -132,6 +132,15 @@ extension Edge {
     /// A change committed by an edge (this one included): memory follows the store. Purges are
     /// the same events as a local purge; a fetch result is read back from the store.
     func applyChange(_ change: StoreChange) async {
+        if change.kind == .resync {
+            let dropped = entries.withLock { memory -> Int in
+                defer { memory.removeAll() }
+                return memory.entries.count
+            }
+            logger.notice("resync with the shared store: memory dropped, hosts are read back on their next request",
+                          metadata: ["hosts": "\(dropped)"])
+            return
+        }
         let key = change.host
         defer { waiters.fire(key) }
         let mine = change.node == configuration.node
@@ -142,6 +151,8 @@ extension Edge {
             applyPurge(key, soft: change.kind == .purgeSoft)
         case .fetched:
             _ = await reload(key)
+        case .resync:
+            break  // handled above
         }
     }
 

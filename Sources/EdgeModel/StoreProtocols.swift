@@ -65,6 +65,9 @@ public struct StoreChange: Sendable, Equatable {
         case fetched
         case purgeHard = "purge-hard"
         case purgeSoft = "purge-soft"
+        /// Changes were lost to this edge (it was away longer than the change log is kept, or
+        /// it fell too far behind): anything it holds may be outdated (`host` is empty).
+        case resync
     }
     public let id: Int64
     public let host: String

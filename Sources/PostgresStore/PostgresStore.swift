@@ -259,6 +259,13 @@ public final class PostgresStore: SharedStoring, Sendable {
 
     private func catchUp(_ connection: PostgresConnection) async throws {
         let since = status.withLockedValue { $0.lastChange }
+        let pruned = try await connection.query("SELECT upto FROM change_pruned WHERE id = 1", logger: logger).collect().first?
+            .decode(Int64.self) ?? 0
+        if pruned > since {
+            logger.warning("changes this edge missed were pruned from the change log: dropping what it holds in memory",
+                           metadata: ["last_heard": "\(since)", "pruned_up_to": "\(pruned)"])
+            deliver(StoreChange(id: pruned, host: "", kind: .resync, node: node))
+        }
         let rows = try await connection.query("SELECT id, host, kind, node FROM change WHERE id > \(since) ORDER BY id", logger: logger)
         for try await (id, host, kind, node) in rows.decode((Int64, String, String, String).self) {
             if let kind = StoreChange.Kind(rawValue: kind) { deliver(StoreChange(id: id, host: host, kind: kind, node: node)) }
@@ -267,7 +274,10 @@ public final class PostgresStore: SharedStoring, Sendable {
 
     private func deliver(_ change: StoreChange) {
         status.withLockedValue { $0.lastChange = max($0.lastChange, change.id) }
-        continuation.yield(change)
+        if case .dropped = continuation.yield(change) {
+            // The consumer fell 65,536 changes behind: the oldest are gone, so it must resync.
+            continuation.yield(StoreChange(id: change.id, host: "", kind: .resync, node: node))
+        }
     }
 
     /// `ID KIND NODE HOST`.
@@ -325,7 +335,10 @@ public final class PostgresStore: SharedStoring, Sendable {
                                                  version = EXCLUDED.version
                 """, logger: self.logger)
             // The change log only serves edges catching up after a short outage.
-            try await client.query("DELETE FROM change WHERE at < \(at - 86_400)", logger: self.logger)
+            try await client.query("""
+                WITH gone AS (DELETE FROM change WHERE at < \(at - 86_400) RETURNING id)
+                UPDATE change_pruned SET upto = GREATEST(upto, (SELECT COALESCE(MAX(id), 0) FROM gone)) WHERE id = 1
+                """, logger: self.logger)
         }
     }
 

@@ -121,6 +121,12 @@ enum Schema {
             "CREATE TABLE node (name TEXT PRIMARY KEY, started_at DOUBLE PRECISION NOT NULL, last_seen_at DOUBLE PRECISION NOT NULL, version TEXT NOT NULL)",
             "CREATE TABLE readiness (node TEXT PRIMARY KEY, checked_at DOUBLE PRECISION NOT NULL)",
         ]),
+        // The newest change id pruned from the log: an edge that last heard an older one has
+        // missed changes it can no longer read, and must drop what it holds.
+        ("v2 change log watermark", [
+            "CREATE TABLE change_pruned (id INT PRIMARY KEY CHECK (id = 1), upto BIGINT NOT NULL)",
+            "INSERT INTO change_pruned (id, upto) VALUES (1, 0)",
+        ]),
     ]
 
     /// Applies the migrations not yet applied; returns their names.

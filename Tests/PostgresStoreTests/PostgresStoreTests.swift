@@ -99,6 +99,23 @@ func changes(_ store: PostgresStore, count: Int, within seconds: Double = 10) as
         #expect(await eventuallyAsync { listener.isAvailable })
     }
 
+    @Test func anEdgeThatMissedPrunedChangesIsToldToResync() async throws {
+        let server = try TestPostgres()  // of its own: this test stops it
+        let url = try server.database()
+        let listener = try await PostgresFixture.store(url: url, node: "listener")
+        defer { Task { await listener.close() } }
+        try await success(listener, "one", at: 1, host: "x.test")
+        #expect(await changes(listener, count: 1).map(\.kind) == [.fetched])
+        server.stop()
+        #expect(await eventuallyAsync { !listener.isAvailable })
+        try await Task.sleep(for: .milliseconds(1600))  // its reconnection backoff has grown past a second
+        try server.start()
+        // While it was away, changes newer than the last it heard were pruned from the log.
+        try server.psql("UPDATE change_pruned SET upto = (SELECT MAX(id) FROM change) + 10", database: TestPostgres.name(ofURL: url))
+        let seen = await changes(listener, count: 1)
+        #expect(seen.map(\.kind) == [.resync], "it cannot know what it missed: it must drop what it holds")
+    }
+
     @Test func oneEdgeAtATimeClaimsAFetch() async throws {
         let url = try TestPostgres.server().database()
         let a = try await PostgresFixture.store(url: url, node: "a", listen: false)
