@@ -54,6 +54,9 @@ public final class PostgresStore: SharedStoring, Sendable {
         var available = false
         /// The newest change id delivered: reconnection re-reads from there.
         var lastChange: Int64 = 0
+        /// Recent change ids delivered: a change both notified and read back by a catch-up
+        /// (it committed while the listener was starting to LISTEN) is delivered once.
+        var delivered = Set<Int64>()
         var listener: PostgresConnection?
         var tasks: [Task<Void, Never>] = []
     }
@@ -273,7 +276,18 @@ public final class PostgresStore: SharedStoring, Sendable {
     }
 
     private func deliver(_ change: StoreChange) {
-        status.withLockedValue { $0.lastChange = max($0.lastChange, change.id) }
+        let fresh = status.withLockedValue { status -> Bool in
+            if change.kind != .resync {
+                guard status.delivered.insert(change.id).inserted else { return false }
+                if status.delivered.count > 20_000 {
+                    let floor = status.lastChange - 10_000
+                    status.delivered = status.delivered.filter { $0 > floor }
+                }
+            }
+            status.lastChange = max(status.lastChange, change.id)
+            return true
+        }
+        guard fresh else { return }
         if case .dropped = continuation.yield(change) {
             // The consumer fell 65,536 changes behind: the oldest are gone, so it must resync.
             continuation.yield(StoreChange(id: change.id, host: "", kind: .resync, node: node))

@@ -84,7 +84,7 @@ func changes(_ store: PostgresStore, count: Int, within seconds: Double = 10) as
         server.stop()
         #expect(await eventuallyAsync { !listener.isAvailable }, "the listener notices the outage")
         await #expect(throws: (any Error).self, "calls fail at once while the store is down") { try await listener.host("x.test") }
-        try await Task.sleep(for: .milliseconds(1600))  // its reconnection backoff has grown past a second
+        try await Task.sleep(for: .milliseconds(3300))  // its next reconnection is ~3 s away (backoff 0.1, 0.2, … 3.2 s)
         try server.start()
         // Another edge commits a purge while this one is still waiting to reconnect: the
         // notification goes to nobody, and the listener must read it from the change log.
@@ -94,7 +94,7 @@ func changes(_ store: PostgresStore, count: Int, within seconds: Double = 10) as
             """, database: database)
         let missedLive = !listener.isAvailable
         let seen = await changes(listener, count: 1)
-        #expect(seen.map(\.kind) == [.purgeHard] && seen.first?.node == "writer", "the purge committed during the outage arrives")
+        #expect(seen.map(\.kind) == [.purgeHard] && seen.first?.node == "writer", "the purge committed during the outage arrives: \(seen)")
         #expect(missedLive, "the commit landed while the listener was away (so it came from the change log)")
         #expect(await eventuallyAsync { listener.isAvailable })
     }
@@ -108,7 +108,7 @@ func changes(_ store: PostgresStore, count: Int, within seconds: Double = 10) as
         #expect(await changes(listener, count: 1).map(\.kind) == [.fetched])
         server.stop()
         #expect(await eventuallyAsync { !listener.isAvailable })
-        try await Task.sleep(for: .milliseconds(1600))  // its reconnection backoff has grown past a second
+        try await Task.sleep(for: .milliseconds(3300))  // its next reconnection is ~3 s away (backoff 0.1, 0.2, … 3.2 s)
         try server.start()
         // While it was away, changes newer than the last it heard were pruned from the log.
         try server.psql("UPDATE change_pruned SET upto = (SELECT MAX(id) FROM change) + 10", database: TestPostgres.name(ofURL: url))
