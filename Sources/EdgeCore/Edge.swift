@@ -28,9 +28,11 @@ public struct EdgeConfiguration: Sendable {
     /// `--max-tracked-clients`: per host and version, clients the propagation ledger keeps.
     public var maxTrackedClients: Int
     /// `--node-id`: this edge's name in `Via`, logs, metrics and `/admin/v1/nodes`.
-    public var node: String
+    public let node: String
     /// What `aasa-edge --version` prints.
-    public var version: String
+    public let version: String
+    /// This edge's `Via` entry on every client-route answer (built once: it goes on every answer).
+    public let via: String
     /// Store writes kept while a shared store is unreachable, written when it is back.
     public var pendingWriteLimit: Int
 
@@ -39,6 +41,7 @@ public struct EdgeConfiguration: Sendable {
                 maxTrackedClients: Int = 10_000, node: String = "edge", version: String = "dev", pendingWriteLimit: Int = 10_000) {
         self.node = node
         self.version = version
+        via = "1.1 \(node) (aasa-edge/\(version))"
         self.pendingWriteLimit = pendingWriteLimit
         self.maxTrackedClients = max(1, maxTrackedClients)
         ledgerRetention = ledgerRetentionDays * 86_400
@@ -48,9 +51,6 @@ public struct EdgeConfiguration: Sendable {
         self.refetchConcurrency = refetchConcurrency
         memoryBudgetBytes = max(1, memoryCacheMB) << 20
     }
-
-    /// This edge's `Via` entry on every client-route answer.
-    public var via: String { "1.1 \(node) (aasa-edge/\(version))" }
 
     /// The allowlist matches on a label boundary: `lab.test` admits `a.lab.test` and `lab.test`.
     public func isAllowed(_ host: OriginHost) -> Bool {
@@ -399,15 +399,14 @@ public final class Edge: Sendable {
         let key = host.description
         if let entry = entries.withLock({ $0.get(key) }) { return entry }
         var loaded = HostEntry.unknown
-        if let shared, !shared.isAvailable {
-            // Outage: misses are fetched and served from memory (the store catches up later).
-        } else { do {
-            if let (stored, snapshot) = try await store.host(key) {
-                loaded = Self.entry(stored, snapshot)
+        // During a shared store's outage a miss is fetched and served without asking it.
+        if shared?.isAvailable != false {
+            do {
+                if let (stored, snapshot) = try await store.host(key) { loaded = Self.entry(stored, snapshot) }
+            } catch {
+                logger.error("store read failed; serving from memory only", metadata: ["host": "\(key)", "error": "\(error)"])
             }
-        } catch {
-            logger.error("store read failed; serving from memory only", metadata: ["host": "\(key)", "error": "\(error)"])
-        } }
+        }
         return entries.withLock { cache in
             if let existing = cache.get(key) { return existing }
             cache.set(key, loaded)
@@ -499,21 +498,11 @@ public final class Edge: Sendable {
             let file = AASAFile.read(result.body)
             let diagnostics = JSONWriter.string(.array(file.diagnostics.map(\.json)))
             let appIDs = file.document?.allAppIDs ?? []
-            var recorded: RecordedFetch?
-            do {
-                recorded = try await store.recordSuccess(host: key, body: result.body, sha256: result.sha256 ?? "", etag: result.etag,
-                                                   lastModified: result.lastModified, contentType: result.contentType,
-                                                   cacheControl: result.cacheControl, valid: file.isValid, diagnostics: diagnostics,
-                                                   appIDs: appIDs, fetch: record)
-            } catch {
-                logger.error("store write failed; the new copy is served from memory only", metadata: ["host": "\(key)", "error": "\(error)"])
-                metrics.storeWriteError()
-                later(key) { [store] in
-                    _ = try await store.recordSuccess(host: key, body: result.body, sha256: result.sha256 ?? "", etag: result.etag,
-                                                      lastModified: result.lastModified, contentType: result.contentType,
-                                                      cacheControl: result.cacheControl, valid: file.isValid, diagnostics: diagnostics,
-                                                      appIDs: appIDs, fetch: record)
-                }
+            let recorded = await write(key) { [store] in
+                try await store.recordSuccess(host: key, body: result.body, sha256: result.sha256 ?? "", etag: result.etag,
+                                              lastModified: result.lastModified, contentType: result.contentType,
+                                              cacheControl: result.cacheControl, valid: file.isValid, diagnostics: diagnostics,
+                                              appIDs: appIDs, fetch: record)
             }
             let previous = before.snapshot?.version ?? before.storedVersion
             let sameBytes = before.snapshot?.sha256 == result.sha256
@@ -535,11 +524,7 @@ public final class Edge: Sendable {
                                    previousVersion: previous, failure: nil, durationMs: durationMs, originStatus: result.status,
                                    entry: entry)
         case .notModified:
-            do { _ = try await store.recordNotModified(host: key, fetch: record, startedAt: startedWall) } catch {
-                logger.error("store write failed", metadata: ["host": "\(key)", "error": "\(error)"])
-                metrics.storeWriteError()
-                later(key) { [store] in _ = try await store.recordNotModified(host: key, fetch: record, startedAt: startedWall) }
-            }
+            _ = await write(key) { [store] in try await store.recordNotModified(host: key, fetch: record, startedAt: startedWall) }
             // Waiters of this fetch are answered from the copy it confirmed, even when a hard
             // purge has dropped it from memory meanwhile.
             var confirmed = before
@@ -562,11 +547,7 @@ public final class Edge: Sendable {
                                 shortage: (LocalShortage(problem.resource), "this edge is \(problem); try again shortly"), entry: nil)
         case .failed(let originFailure):
             let failure = FailureInfo(reason: originFailure.reason, details: originFailure.detailsJSON, at: now, originStatus: result.status)
-            do { _ = try await store.recordFailure(host: key, reason: failure.reason, details: failure.details, fetch: record) } catch {
-                logger.error("store write failed", metadata: ["host": "\(key)", "error": "\(error)"])
-                metrics.storeWriteError()
-                later(key) { [store] in _ = try await store.recordFailure(host: key, reason: failure.reason, details: failure.details, fetch: record) }
-            }
+            _ = await write(key) { [store] in try await store.recordFailure(host: key, reason: failure.reason, details: failure.details, fetch: record) }
             entries.withLock { memory in
                 var entry = memory.get(key) ?? before
                 _ = entry.cache.handle(.fetchFinished(.failed, purgesAtStart: before.cache.purges, now: now), configuration: cache)
@@ -593,11 +574,18 @@ public final class Edge: Sendable {
         return applied
     }
 
-    /// A write the shared store missed, kept for when it is back (an embedded store's failure
-    /// is local trouble: nothing to wait for).
-    private func later(_ host: String, _ write: @escaping PendingWrites.Write) {
-        guard shared != nil else { return }
-        pending.add(host: host, write)
+    /// Records a fetch result in the store; nil when the store refused it (the edge goes on from
+    /// memory). A shared store's missed write is kept for when it is back; an embedded store's
+    /// failure is local trouble, with nothing to wait for.
+    private func write(_ host: String, _ record: @escaping @Sendable () async throws -> RecordedFetch) async -> RecordedFetch? {
+        do {
+            return try await record()
+        } catch {
+            logger.error("store write failed; memory goes on without it", metadata: ["host": "\(host)", "error": "\(error)"])
+            metrics.storeWriteError()
+            if shared != nil { pending.add(host: host) { _ = try await record() } }
+            return nil
+        }
     }
 
     // MARK: admin operations

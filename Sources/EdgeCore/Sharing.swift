@@ -49,10 +49,6 @@ final class ChangeWaiters: Sendable {
         }
     }
 
-    var hasWaiters: Bool { state.withLock { !$0.tickets.isEmpty } }
-
-    func isWaiting(_ key: String) -> Bool { state.withLock { $0.tickets[key] != nil } }
-
     /// The host changed: every ticket fires.
     func fire(_ key: String) {
         let waiting = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
@@ -164,7 +160,7 @@ extension Edge {
         return entries.withLock { memory -> HostEntry in
             var entry = memory.get(key) ?? fresh
             _ = entry.cache.handle(.restored(fresh.cache.state), configuration: cache)
-            entry.snapshot = fresh.snapshot ?? (fresh.cache.state.hasCopy && entry.snapshot?.version == fresh.storedVersion ? entry.snapshot : nil)
+            entry.snapshot = fresh.snapshot
             entry.failure = fresh.failure
             entry.storedVersion = fresh.storedVersion
             memory.set(key, entry)
@@ -223,10 +219,15 @@ extension Edge {
 }
 
 /// Store writes that failed while a shared store was unreachable, written once it is back
-/// (oldest first). Bounded: past `limit` the oldest are dropped, and counted.
+/// (oldest first). Bounded (`--store-backlog`): past `limit` the oldest are dropped, and counted.
 final class PendingWrites: Sendable {
     typealias Write = @Sendable () async throws -> Void
-    private let state = Locked<(writes: [(host: String, write: Write)], dropped: Int)>(([], 0))
+    private struct Pending {
+        let id: Int
+        let host: String
+        let write: Write
+    }
+    private let state = Locked<(writes: [Pending], next: Int, dropped: Int)>(([], 0, 0))
     let limit: Int
 
     init(limit: Int) { self.limit = max(1, limit) }
@@ -237,21 +238,21 @@ final class PendingWrites: Sendable {
                 state.writes.removeFirst()
                 state.dropped += 1
             }
-            state.writes.append((host, write))
+            state.next += 1
+            state.writes.append(Pending(id: state.next, host: host, write: write))
         }
     }
-
-    var count: Int { state.withLock { $0.writes.count } }
 
     /// Writes what waits, oldest first; stops at the first failure (the store is down again).
     /// Returns the hosts written.
     @discardableResult
     func replay(logger: Logger) async -> [String] {
         var written: [String] = []
-        while let (host, write) = state.withLock({ $0.writes.first }) {
-            do { try await write() } catch { break }
-            state.withLock { _ = $0.writes.removeFirst() }
-            written.append(host)
+        while let pending = state.withLock({ $0.writes.first }) {
+            do { try await pending.write() } catch { break }
+            // By id: `add` may have dropped the oldest while this one was being written.
+            state.withLock { state in if state.writes.first?.id == pending.id { state.writes.removeFirst() } }
+            written.append(pending.host)
         }
         let dropped = state.withLock { state -> Int in
             defer { state.dropped = 0 }
