@@ -81,7 +81,7 @@ struct Fetch: AsyncParsableCommand {
         } else {
             Console.out(FetchReport.human(result, validation: validation))
         }
-        if case .local(let problem) = result.outcome { throw CLIFailure.io("the fetch could not start: this machine is \(problem)") }
+        if case .local(let problem) = result.outcome { throw CLIFailure.io("the fetch could not start: \(problem)") }
         if !result.isUsable { throw ExitCode(ExitStatus.bad.rawValue) }
     }
 }
@@ -149,7 +149,9 @@ enum FetchReport {
             row("details", failure.detailsJSON)
             row("try direct", String(failure.tryDirect))
         case .local(let problem):
-            row("result", "not fetched: this machine is \(problem)")
+            row("result", "not fetched: \(problem)")
+        case .loopDetected:
+            row("result", "508 Loop Detected (only a parent edge answers this)")
         }
         if let validation {
             lines.append(Report.validation(validation, name: "validation"))

@@ -68,6 +68,9 @@ struct ServeOptions: ParsableArguments {
 
     @OptionGroup var origin: OriginOptions
 
+    @Option(name: .customLong("parent"), help: ArgumentHelp("Tiers: fill the cache from a parent edge's URL/a/v1/{host} (http or https; the address policy does not apply) instead of the origin. The parent's X-Cache and Via come first in this edge's answers, its Age counts against --ttl, its failures are cached for --failure-ttl, its 508 is passed on. ?mode=developer still goes to the origin.", valueName: "URL"))
+    var parent: String?
+
     @Option(name: .customLong("allow-domain"), help: ArgumentHelp("Serve only these domains and their subdomains (label boundary). Repeatable.", valueName: "SUFFIX"))
     var allowDomain: [String] = []
 
@@ -123,6 +126,9 @@ struct ServeOptions: ParsableArguments {
             do { _ = try StoreChoice.parse(store) } catch { throw ValidationError(String(error.message.trimmingPrefix("error: "))) }
         }
         if let nodeID, !NodeName.isValid(nodeID) { throw ValidationError("--node-id must be 1-64 of A-Z a-z 0-9 . _ -") }
+        if let parent {
+            do { _ = try OriginFetcher.parentBase(parent) } catch { throw ValidationError(error.message) }
+        }
     }
 
     /// The store chosen by --store or --db.
@@ -173,7 +179,9 @@ struct ServeOptions: ParsableArguments {
                                                          memoryCacheMB: memoryCacheMB, ledgerRetentionDays: ledgerRetentionDays.value,
                                                          originConcurrency: originConcurrency, maxTrackedClients: maxTrackedClients,
                                                          node: node, version: AASAEdgeVersion.string, pendingWriteLimit: storeBacklog),
-                        store: store, fetcher: fetcher, logger: logger)
+                        store: store, fetcher: try parent.map { ParentEdge(base: try OriginFetcher.parentBase($0), fetcher: fetcher) } ?? fetcher,
+                        bypassFetcher: fetcher, logger: logger)
+        if let parent { logger.notice("parent edge: \(parent) (the cache fills from it; ?mode=developer goes to the origin)") }
         let listenHost = host
         let tls = tlsCert.flatMap { cert in tlsKey.map { (certificate: cert, key: $0) } }
         for file in [tlsCert, tlsKey].compactMap({ $0 }) where !FileManager.default.isReadableFile(atPath: file) {

@@ -71,8 +71,12 @@ public struct MemorySnapshot: Sendable {
     public let appIDs: [String]
     /// Diagnostics as JSON text (an array).
     public let diagnostics: String
+    /// Behind a parent edge: its `X-Cache` and `Via` that came with this copy.
+    public let upstream: UpstreamHeaders?
 
-    init(version: Int, body: [UInt8], sha256: String, originETag: String?, originLastModified: String?, appIDs: [String], diagnostics: String) {
+    init(version: Int, body: [UInt8], sha256: String, originETag: String?, originLastModified: String?, appIDs: [String], diagnostics: String,
+         upstream: UpstreamHeaders? = nil) {
+        self.upstream = upstream
         self.version = version
         self.body = body
         self.sha256 = sha256
@@ -91,6 +95,8 @@ public struct FailureInfo: Sendable, Equatable {
     public let at: Double
     /// The origin's status, when it answered.
     public let originStatus: Int?
+    /// Behind a parent edge: its `X-Cache` and `Via` that came with the failure.
+    public var upstream: UpstreamHeaders? = nil
     public var tryDirect: Bool {
         FailureCode(rawValue: String(reason.prefix(11)))?.tryDirect ?? false
     }
@@ -113,11 +119,14 @@ public enum LocalShortage: String, Sendable, CaseIterable {
     case memory
     /// `--origin-concurrency` fetches were in flight and none ended within `--origin-timeout`.
     case originSlots = "origin-slots"
+    /// The parent edge (`--parent`) answered `503`.
+    case parent
 
     init(_ resource: LocalProblem.Resource) {
         switch resource {
         case .fileDescriptors: self = .fileDescriptors
         case .memory: self = .memory
+        case .parent: self = .parent
         }
     }
 }
@@ -129,11 +138,15 @@ public enum EdgeReply: Sendable {
     /// `503` with `Retry-After`: the edge ran short and has no usable copy (`outcome` is
     /// `.unavailable`). `detail` is one line for the body.
     case unavailable(LocalShortage, detail: String, retryAfter: Int)
+    /// `508 Loop Detected`: the request's `Via` already names this edge, or (`upstreamVia`) the
+    /// parent edge answered `508`. Nothing is cached or recorded.
+    case loopDetected(node: String, upstreamVia: String?)
 
     public var outcome: CacheOutcome {
         switch self {
         case .copy(_, _, let outcome, _), .failure(_, _, let outcome, _): return outcome
         case .unavailable: return .unavailable
+        case .loopDetected: return .rejected
         }
     }
 }
@@ -165,6 +178,13 @@ struct AppliedFetch: Sendable {
     let entry: HostEntry?
     /// Another edge sharing the store made the fetch; this one waited for its result.
     var remote = false
+    /// The parent edge answered `508`: the tiers form a circle.
+    var loop: ParentLoop? = nil
+}
+
+/// A parent edge's `508 Loop Detected`, with the `Via` it came with.
+struct ParentLoop: Sendable {
+    let via: String?
 }
 
 /// The caching edge: copies in memory (loaded lazily from the store after a restart), one origin
@@ -174,8 +194,11 @@ public final class Edge: Sendable {
     public let configuration: EdgeConfiguration
     /// The durable copy (SQLite, or a fake in tests); the only way the edge reaches storage.
     public let store: any SnapshotStoring
-    /// The only way the edge reaches an origin.
+    /// The only way the edge fills its cache: the origin, or a parent edge (`--parent`).
     let fetcher: any OriginFetching
+    /// The origin itself, for `?mode=developer` (which bypasses the tiers too); `fetcher` when
+    /// there is no parent.
+    let bypassFetcher: any OriginFetching
     let clock: any WallClock
     let logger: Logger
     let entries: Locked<MemoryCache>
@@ -197,7 +220,9 @@ public final class Edge: Sendable {
     private let background = Locked<[Task<Void, Never>]>([])
 
     public init(configuration: EdgeConfiguration, store: any SnapshotStoring, fetcher: any OriginFetching,
-                clock: any WallClock = SystemClock(), logger: Logger, metrics: EdgeMetrics = EdgeMetrics()) {
+                bypassFetcher: (any OriginFetching)? = nil, clock: any WallClock = SystemClock(), logger: Logger,
+                metrics: EdgeMetrics = EdgeMetrics()) {
+        self.bypassFetcher = bypassFetcher ?? fetcher
         self.metrics = metrics
         self.configuration = configuration
         self.store = store
@@ -276,8 +301,9 @@ public final class Edge: Sendable {
 
     /// Answers a client request for `host` (already validated and allowed). `client` identifies
     /// the requester for the propagation ledger (`X-Client-ID`, else address + User-Agent).
-    public func serve(_ host: OriginHost, client: String = "") async -> EdgeReply {
-        let reply = await answer(host)
+    /// `via`: the request's `Via`, sent on to a parent edge with this edge's entry after it.
+    public func serve(_ host: OriginHost, client: String = "", via: String? = nil) async -> EdgeReply {
+        let reply = await answer(host, via: via)
         if case .copy(let snapshot, _, _, _) = reply {
             ledger.record(host: host.description, version: snapshot.version, at: clock.now(), client: client)
         }
@@ -304,7 +330,7 @@ public final class Edge: Sendable {
     }
 
     /// The request event through the host's state machine, then its actions carried out.
-    private func answer(_ host: OriginHost) async -> EdgeReply {
+    private func answer(_ host: OriginHost, via: String?) async -> EdgeReply {
         let key = host.description
         let loaded = await self.entry(host)
         let now = clock.now()
@@ -329,7 +355,8 @@ public final class Edge: Sendable {
             }
         }
         if let reply, !mustFetch { return reply }
-        let (applied, collapsed) = await sharedFetch(host, trigger: "request")
+        let (applied, collapsed) = await sharedFetch(host, trigger: "request", via: via)
+        if let loop = applied.loop { return .loopDetected(node: configuration.node, upstreamVia: loop.via) }
         let current = await self.entry(host)
         let after = current.snapshot == nil ? applied.entry ?? current : current
         let finished = clock.now()
@@ -372,7 +399,7 @@ public final class Edge: Sendable {
             return .unavailable(.originSlots, detail: "\(configuration.originConcurrency) origin fetches are in flight (--origin-concurrency)",
                                 retryAfter: 1)
         }
-        let result = await fetcher.fetch(host, validators: nil)
+        let result = await bypassFetcher.fetch(host, validators: nil, via: configuration.via)
         originSlots.release()
         let now = clock.now()
         let status = CacheOutcome.bypass.cacheStatus(ttl: 0) ?? ""
@@ -388,7 +415,9 @@ public final class Edge: Sendable {
         case .local(let problem):
             let shortage = LocalShortage(problem.resource)
             metrics.shortage(shortage)
-            return .unavailable(shortage, detail: "this edge is \(problem); try again shortly", retryAfter: 5)
+            return .unavailable(shortage, detail: "\(problem); try again shortly", retryAfter: 5)
+        case .loopDetected:
+            return .loopDetected(node: configuration.node, upstreamVia: result.upstream?.via)
         }
     }
 
@@ -418,10 +447,11 @@ public final class Edge: Sendable {
         let purge = PurgeState(rawValue: stored.purge) ?? .none
         let memory = purge == .hard ? nil : snapshot.map {
             MemorySnapshot(version: $0.version, body: $0.body, sha256: $0.sha256, originETag: $0.etag,
-                           originLastModified: $0.lastModified, appIDs: $0.appIDs, diagnostics: $0.diagnostics)
+                           originLastModified: $0.lastModified, appIDs: $0.appIDs, diagnostics: $0.diagnostics, upstream: stored.upstream)
         }
         let failure = stored.failure.map {
-            FailureInfo(reason: $0.reason, details: $0.details, at: $0.at, originStatus: Self.statusCode(inReason: $0.reason))
+            FailureInfo(reason: $0.reason, details: $0.details, at: $0.at, originStatus: OriginFailure.statusCode(inReason: $0.reason),
+                        upstream: $0.upstream)
         }
         // Whether a copy exists is the store's fact, not whether its body is loaded: the admin
         // views build entries without bodies.
@@ -431,18 +461,13 @@ public final class Edge: Sendable {
                          failure: failure, storedVersion: stored.currentVersion)
     }
 
-    /// `SWCERR00101 Bad HTTP Response: 404 Not Found` → 404.
-    static func statusCode(inReason reason: String) -> Int? {
-        guard reason.hasPrefix(FailureCode.badHTTPResponse.rawValue), let colon = reason.firstIndex(of: ":") else { return nil }
-        return Int(reason[reason.index(after: colon)...].trimmingCharacters(in: .whitespaces).prefix(3))
-    }
-
     // MARK: origin fetches
 
     /// One origin fetch per host at a time: a caller joins the fetch in flight, if any.
     /// Returns what the fetch did and whether this caller joined someone else's fetch.
-    func sharedFetch(_ host: OriginHost, trigger: String) async -> (AppliedFetch, collapsed: Bool) {
-        let (applied, joined) = await fetches.run(host.description) { await self.fetchAndApply(host, trigger: trigger) }
+    /// `via`: the client request's `Via`, for a parent edge (the first caller's, when several join).
+    func sharedFetch(_ host: OriginHost, trigger: String, via: String? = nil) async -> (AppliedFetch, collapsed: Bool) {
+        let (applied, joined) = await fetches.run(host.description) { await self.fetchAndApply(host, trigger: trigger, via: via) }
         let collapsed = joined || applied.remote
         if collapsed { metrics.coalesced() }
         return (applied, collapsed)
@@ -458,7 +483,7 @@ public final class Edge: Sendable {
         }
     }
 
-    private func fetchAndApply(_ host: OriginHost, trigger: String) async -> AppliedFetch {
+    private func fetchAndApply(_ host: OriginHost, trigger: String, via: String?) async -> AppliedFetch {
         let before = await entry(host)
         let validators = before.snapshot.map { Validators(etag: $0.originETag, lastModified: $0.originLastModified) }
         let started = ContinuousClock.now
@@ -484,13 +509,17 @@ public final class Edge: Sendable {
                                     failure: nil, durationMs: 0, originStatus: nil, shortage: (.originSlots, detail), entry: nil)
             }
         }
-        let result = await fetcher.fetch(host, validators: validators)
+        let result = await fetcher.fetch(host, validators: validators, via: via.map { $0 + ", " + configuration.via } ?? configuration.via)
         if needsSlot { originSlots.release() }
         let elapsed = ContinuousClock.now - started
         let durationMs = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
-        let now = clock.now()
-        let record = FetchRecord(at: now, status: result.status, durationMs: durationMs, trigger: trigger,
-                                 expiresAt: now + cache.ttl, failureUntil: now + cache.failureTTL)
+        let fetchedAt = clock.now()
+        // When the answer was current: behind a parent, its Age is time the copy already spent
+        // in the tiers above, and TTLs (and the Age served) count from there.
+        let now = fetchedAt - result.upstreamAge
+        let record = FetchRecord(at: fetchedAt, status: result.status, durationMs: durationMs, trigger: trigger,
+                                 expiresAt: now + cache.ttl, failureUntil: now + cache.failureTTL, confirmedAt: now,
+                                 upstream: result.upstream)
         let key = host.description
         let applied: AppliedFetch
         switch result.outcome {
@@ -508,7 +537,8 @@ public final class Edge: Sendable {
             let sameBytes = before.snapshot?.sha256 == result.sha256
             let version = recorded?.version ?? (sameBytes ? before.snapshot!.version : (previous ?? 0) + 1)
             let snapshot = MemorySnapshot(version: version, body: result.body, sha256: result.sha256 ?? "", originETag: result.etag,
-                                          originLastModified: result.lastModified, appIDs: appIDs, diagnostics: diagnostics)
+                                          originLastModified: result.lastModified, appIDs: appIDs, diagnostics: diagnostics,
+                                          upstream: result.upstream)
             let change = recorded?.change.rawValue ?? (sameBytes ? "unchanged" : "updated")
             let entry = entries.withLock { memory -> HostEntry in
                 var entry = memory.get(key) ?? before
@@ -541,12 +571,20 @@ public final class Edge: Sendable {
                                    failure: nil, durationMs: durationMs, originStatus: result.status, entry: confirmed)
         case .local(let problem):
             // The edge's own trouble: nothing about the origin is recorded, cached or logged as its failure.
-            logger.error("origin fetch not attempted: this machine is \(problem)", metadata: ["host": "\(key)", "trigger": "\(trigger)"])
+            logger.error("origin fetch not attempted: \(problem)", metadata: ["host": "\(key)", "trigger": "\(trigger)"])
             return AppliedFetch(end: .unavailable, change: "unavailable", version: before.snapshot?.version, previousVersion: nil,
                                 failure: nil, durationMs: durationMs, originStatus: nil,
-                                shortage: (LocalShortage(problem.resource), "this edge is \(problem); try again shortly"), entry: nil)
+                                shortage: (LocalShortage(problem.resource), "\(problem); try again shortly"), entry: nil)
+        case .loopDetected:
+            logger.error("the parent edge answered 508 Loop Detected: the tiers form a circle (see --parent)",
+                         metadata: ["host": "\(key)", "via": "\(result.upstream?.via ?? "")"])
+            var applied = AppliedFetch(end: .unavailable, change: "unavailable", version: before.snapshot?.version, previousVersion: nil,
+                                       failure: nil, durationMs: durationMs, originStatus: result.status, entry: nil)
+            applied.loop = ParentLoop(via: result.upstream?.via)
+            return applied
         case .failed(let originFailure):
-            let failure = FailureInfo(reason: originFailure.reason, details: originFailure.detailsJSON, at: now, originStatus: result.status)
+            let failure = FailureInfo(reason: originFailure.reason, details: originFailure.detailsJSON, at: now, originStatus: result.status,
+                                      upstream: result.upstream)
             _ = await write(key) { [store] in try await store.recordFailure(host: key, reason: failure.reason, details: failure.details, fetch: record) }
             entries.withLock { memory in
                 var entry = memory.get(key) ?? before

@@ -5,14 +5,39 @@ import OriginFetcher
 
 /// How the edge asks an origin for its file (libcurl today; a parent edge later).
 public protocol OriginFetching: Sendable {
-    /// Never throws: every outcome, failures included, is a `FetchResult`.
-    func fetch(_ host: OriginHost, validators: Validators?) async -> FetchResult
+    /// Never throws: every outcome, failures included, is a `FetchResult`. `via`: the `Via`
+    /// value to send on (the client's entries, then this edge's), read by a parent edge only.
+    func fetch(_ host: OriginHost, validators: Validators?, via: String) async -> FetchResult
     /// Seconds one fetch may take (`--origin-timeout`): also how long a request waits for a slot.
     var timeout: Double { get }
 }
 
 extension OriginFetcher: OriginFetching {
     public var timeout: Double { configuration.timeout }
+
+    public func fetch(_ host: OriginHost, validators: Validators?, via: String) async -> FetchResult {
+        await fetch(host, validators: validators)
+    }
+}
+
+/// A parent edge as the place a child edge fills its cache from (`--parent`, tiers).
+public struct ParentEdge: OriginFetching {
+    /// The parent's URL, without a trailing `/`.
+    public let base: String
+    let fetcher: OriginFetcher
+
+    public init(base: String, fetcher: OriginFetcher) {
+        self.base = base
+        self.fetcher = fetcher
+    }
+
+    public var timeout: Double { fetcher.configuration.timeout }
+
+    /// Unconditional (validators are not sent): the parent's `Age`, `X-Cache` and `Via` are
+    /// wanted with every answer.
+    public func fetch(_ host: OriginHost, validators: Validators?, via: String) async -> FetchResult {
+        await fetcher.fetch(host, fromParent: base, via: via)
+    }
 }
 
 /// Single flight: at most one operation per key at a time; a caller arriving while one runs

@@ -175,14 +175,13 @@ struct ClientRoutes: Sendable {
             edge.metrics.request(.rejected)
             return .text(rejection.status, rejection.line + "\n")
         }
-        if let via = request.headers[.via], Self.names(via: via, node: edge.configuration.node) {
-            edge.metrics.request(.rejected)
-            var headers: HTTPFields = [.contentType: "text/plain; charset=utf-8", .via: edge.configuration.via]
-            headers[.cacheControl] = "no-store"
-            return Response(status: .init(code: 508, reasonPhrase: "Loop Detected"), headers: headers,
-                            body: .init(byteBuffer: ByteBuffer(string: "loop detected: this request already passed through \(edge.configuration.node)\n")))
+        let via = request.headers[.via]
+        let reply: EdgeReply
+        if let via, Self.names(via: via, node: edge.configuration.node) {
+            reply = .loopDetected(node: edge.configuration.node, upstreamVia: nil)
+        } else {
+            reply = bypass ? await edge.bypass(host) : await edge.serve(host, client: Self.client(request, context), via: via)
         }
-        let reply = bypass ? await edge.bypass(host) : await edge.serve(host, client: Self.client(request, context))
         edge.metrics.request(reply.outcome)
         return Self.response(reply, host: host, request: request, configuration: edge.configuration)
     }
@@ -209,13 +208,23 @@ struct ClientRoutes: Sendable {
         headers[.date] = HTTPDate.now()
         headers[.appleFrom] = host.originURL
         headers[.via] = configuration.via
+        /// Behind a parent edge, its entries come first: one per tier, this edge's last.
+        func carryOn(_ upstream: UpstreamHeaders?, _ outcome: CacheOutcome) {
+            if let via = upstream?.via, !via.isEmpty { headers[.via] = via + ", " + configuration.via }
+            guard let xCache = outcome.xCache else { return }
+            if let above = upstream?.xCache, !above.isEmpty {
+                headers[.xCache] = above + ", " + xCache
+            } else {
+                headers[.xCache] = xCache
+            }
+        }
         switch reply {
         case .copy(let snapshot, let age, let outcome, let cacheStatus):
             headers[.appleOriginFormat] = "json"
             headers[.cacheControl] = outcome == .bypass ? "no-store" : "max-age=\(Int(cache.ttl)),public"
             headers[.age] = String(age)
             headers[.eTag] = snapshot.etag
-            if let xCache = outcome.xCache { headers[.xCache] = xCache }
+            carryOn(outcome == .bypass ? nil : snapshot.upstream, outcome)
             headers[.cacheStatus] = cacheStatus
             if outcome != .bypass { headers[.edgeVersion] = String(snapshot.version) }  // a bypass stores no version
             if let condition = ifNoneMatch, Self.condition(condition, matches: snapshot.etag) {
@@ -230,7 +239,7 @@ struct ClientRoutes: Sendable {
             headers[.appleTryDirect] = failure.tryDirect ? "true" : "false"
             headers[.cacheControl] = outcome == .bypass ? "no-store" : "max-age=\(Int(cache.failureTTL)),public"
             headers[.age] = String(age)
-            if let xCache = outcome.xCache { headers[.xCache] = xCache }
+            carryOn(outcome == .bypass ? nil : failure.upstream, outcome)
             headers[.cacheStatus] = cacheStatus
             return (HTTPResponse(status: .notFound, headerFields: headers), ByteBuffer(string: "Not Found\n"))
         case .unavailable(_, let detail, let retryAfter):
@@ -239,6 +248,13 @@ struct ClientRoutes: Sendable {
             headers[.cacheControl] = "no-store"
             headers[.cacheStatus] = CacheOutcome.unavailable.cacheStatus(ttl: 0)
             return (HTTPResponse(status: .serviceUnavailable, headerFields: headers), ByteBuffer(string: "service unavailable: \(detail)\n"))
+        case .loopDetected(let node, let upstreamVia):
+            headers[.contentType] = "text/plain; charset=utf-8"
+            headers[.cacheControl] = "no-store"
+            if let upstreamVia, !upstreamVia.isEmpty { headers[.via] = upstreamVia + ", " + configuration.via }
+            let line = upstreamVia == nil ? "loop detected: this request already passed through \(node)\n"
+                : "loop detected: the parent edge saw this request come round again (check each tier's --parent)\n"
+            return (HTTPResponse(status: .init(code: 508, reasonPhrase: "Loop Detected"), headerFields: headers), ByteBuffer(string: line))
         }
     }
 }

@@ -187,7 +187,7 @@ final class HitFastPath: ChannelDuplexHandler, RemovableChannelHandler {
            ifNoneMatch.map({ !ClientRoutes.condition($0, matches: snapshot.etag) }) ?? true {
             let second = HTTPDate.second()
             let wire: HitResponseCache.Wire
-            if let last = lastWire, last.carries(host, version: snapshot.version, age: age, cacheStatus: cacheStatus, second: second) {
+            if let last = lastWire, last.carries(host, version: snapshot.version, upstream: snapshot.upstream, age: age, cacheStatus: cacheStatus, second: second) {
                 wire = last
             } else {
                 wire = cache.wire(reply, host: host, configuration: edge.configuration)
@@ -395,6 +395,8 @@ final class HitResponseCache: @unchecked Sendable {
     struct Wire {
         let host: OriginHost
         let version: Int
+        /// A parent edge's `X-Cache` and `Via` it carries on (tiers).
+        let upstream: UpstreamHeaders?
         let age: Int
         let cacheStatus: String
         /// The `Date` second it carries.
@@ -404,8 +406,9 @@ final class HitResponseCache: @unchecked Sendable {
         let headLength: Int
 
         /// Whether these bytes are the answer for a copy with these values in this second.
-        func carries(_ host: OriginHost, version: Int, age: Int, cacheStatus: String, second: Int) -> Bool {
+        func carries(_ host: OriginHost, version: Int, upstream: UpstreamHeaders?, age: Int, cacheStatus: String, second: Int) -> Bool {
             self.host == host && self.version == version && self.age == age && self.second == second && self.cacheStatus == cacheStatus
+                && self.upstream == upstream
         }
     }
 
@@ -443,7 +446,7 @@ final class HitResponseCache: @unchecked Sendable {
         guard case .copy(let snapshot, let age, _, let cacheStatus) = reply else { preconditionFailure("wire(_:) takes a copy") }
         let second = HTTPDate.second()
         let previous = lock.withLock { built[host] }
-        if let previous, previous.carries(host, version: snapshot.version, age: age, cacheStatus: cacheStatus, second: second) {
+        if let previous, previous.carries(host, version: snapshot.version, upstream: snapshot.upstream, age: age, cacheStatus: cacheStatus, second: second) {
             return previous
         }
         let (head, body) = Self.build(reply, host: host, ifNoneMatch: nil, configuration: configuration)
@@ -452,7 +455,7 @@ final class HitResponseCache: @unchecked Sendable {
         Self.writeHead(head, into: &bytes)
         let headLength = bytes.readableBytes
         if let body { bytes.writeImmutableBuffer(body) }
-        let wire = Wire(host: host, version: snapshot.version, age: age, cacheStatus: cacheStatus, second: second, bytes: bytes,
+        let wire = Wire(host: host, version: snapshot.version, upstream: snapshot.upstream, age: age, cacheStatus: cacheStatus, second: second, bytes: bytes,
                         headLength: headLength)
         let cost = Self.cost(wire)
         lock.withLock {

@@ -49,6 +49,23 @@ public struct OriginFailure: Sendable, Equatable, CustomStringConvertible {
         self.details = details
     }
 
+    /// A failure another edge (a parent tier) reported in its headers, kept word for word; nil
+    /// when the reason does not start with a known code.
+    public init?(passedOn reason: String, details: JSONObject) {
+        guard let code = FailureCode(rawValue: String(reason.prefix(11))), reason.count == 11 || reason.dropFirst(11).first == " " else {
+            return nil
+        }
+        self.code = code
+        self.reason = reason
+        self.details = details
+    }
+
+    /// The origin's status in a `SWCERR00101 Bad HTTP Response: 404 Not Found` reason.
+    public static func statusCode(inReason reason: String) -> Int? {
+        guard reason.hasPrefix(FailureCode.badHTTPResponse.rawValue), let colon = reason.firstIndex(of: ":") else { return nil }
+        return Int(reason[reason.index(after: colon)...].trimmingCharacters(in: .whitespaces).prefix(3))
+    }
+
     public var tryDirect: Bool { code.tryDirect }
     /// The details as one line of JSON, for the header.
     public var detailsJSON: String { JSONWriter.string(.object(details)) }
@@ -64,6 +81,30 @@ public enum FetchOutcome: Sendable, Equatable {
     /// Something of the edge's own ran short (file descriptors, memory): not the origin's doing,
     /// so never recorded or cached as an origin failure.
     case local(LocalProblem)
+    /// The parent edge answered `508 Loop Detected`: the tiers are configured in a circle. Passed
+    /// to the client as it is; nothing is recorded or cached.
+    case loopDetected
+}
+
+/// What a parent edge said about its answer, carried on by the child: the parent's `X-Cache`
+/// and `Via` (each tier adds its own entry after them).
+public struct UpstreamHeaders: Sendable, Equatable, Hashable {
+    public let xCache: String
+    public let via: String
+
+    public init(xCache: String, via: String) {
+        self.xCache = xCache
+        self.via = via
+    }
+
+    /// Both values in one stored text, one per line (header values hold no line breaks).
+    public var stored: String { xCache + "\n" + via }
+
+    public init?(stored: String?) {
+        guard let stored, let newline = stored.firstIndex(of: "\n") else { return nil }
+        xCache = String(stored[..<newline])
+        via = String(stored[stored.index(after: newline)...])
+    }
 }
 
 /// A shortage on the edge's side that stopped a fetch before the origin was reached.
@@ -71,6 +112,8 @@ public struct LocalProblem: Sendable, Equatable, CustomStringConvertible {
     public enum Resource: String, Sendable, CaseIterable {
         case fileDescriptors = "file-descriptors"
         case memory
+        /// The parent edge (tiers) answered `503`: it ran short itself.
+        case parent
     }
 
     public let resource: Resource
@@ -83,7 +126,11 @@ public struct LocalProblem: Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String {
-        (resource == .fileDescriptors ? "out of file descriptors" : "out of memory") + " (" + cause + ")"
+        switch resource {
+        case .fileDescriptors: return "this edge is out of file descriptors (" + cause + ")"
+        case .memory: return "this edge is out of memory (" + cause + ")"
+        case .parent: return "the parent edge is unavailable (" + cause + ")"
+        }
     }
 
     /// Whether the process cannot open one more descriptor right now (EMFILE / ENFILE).
@@ -159,11 +206,17 @@ public struct FetchResult: Sendable {
     public let timings: FetchTimings
     /// Wall-clock start, Unix seconds.
     public let startedAt: Double
+    /// From a parent edge: its `X-Cache` and `Via`, to be carried on.
+    public let upstream: UpstreamHeaders?
+    /// From a parent edge: its `Age` (seconds the answer had spent in the tiers above).
+    public let upstreamAge: Double
 
     public init(host: OriginHost, url: String, outcome: FetchOutcome, status: Int?, statusLine: String?, etag: String? = nil,
                 lastModified: String? = nil, contentType: String? = nil, cacheControl: String? = nil, location: String? = nil,
                 body: [UInt8] = [], sha256: String? = nil, connectedIP: String? = nil, connectedPort: Int? = nil,
-                timings: FetchTimings = FetchTimings(), startedAt: Double = 0) {
+                timings: FetchTimings = FetchTimings(), startedAt: Double = 0, upstream: UpstreamHeaders? = nil, upstreamAge: Double = 0) {
+        self.upstream = upstream
+        self.upstreamAge = upstreamAge
         self.host = host
         self.url = url
         self.outcome = outcome

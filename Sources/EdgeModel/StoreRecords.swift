@@ -41,11 +41,14 @@ public struct StoredFailure: Sendable, Equatable {
     /// One-line JSON object.
     public let details: String
     public let at: Double
+    /// The parent edge's `X-Cache` and `Via` when the failure came through one.
+    public let upstream: UpstreamHeaders?
 
-    public init(reason: String, details: String, at: Double) {
+    public init(reason: String, details: String, at: Double, upstream: UpstreamHeaders? = nil) {
         self.reason = reason
         self.details = details
         self.at = at
+        self.upstream = upstream
     }
 }
 
@@ -61,8 +64,12 @@ public struct StoredHost: Sendable, Equatable {
     public let purge: String
     /// App IDs of the current snapshot.
     public let appIDs: [String]
+    /// The parent edge's `X-Cache` and `Via` that came with the current copy (tiers).
+    public let upstream: UpstreamHeaders?
 
-    public init(name: String, currentVersion: Int?, confirmedAt: Double?, failure: StoredFailure?, purge: String, appIDs: [String]) {
+    public init(name: String, currentVersion: Int?, confirmedAt: Double?, failure: StoredFailure?, purge: String, appIDs: [String],
+                upstream: UpstreamHeaders? = nil) {
+        self.upstream = upstream
         self.name = name
         self.currentVersion = currentVersion
         self.confirmedAt = confirmedAt
@@ -157,8 +164,16 @@ public struct FetchRecord: Sendable {
     /// until when a failure is cached (after a failure), under the TTLs of the edge that fetched.
     public let expiresAt: Double?
     public let failureUntil: Double?
+    /// When the answer was current at the origin: `at`, less the parent's `Age` behind a parent
+    /// edge. The host's confirmation (or failure) time, from which TTLs count.
+    public let confirmedAt: Double
+    /// The parent edge's `X-Cache` and `Via`, stored with the copy or failure.
+    public let upstream: UpstreamHeaders?
 
-    public init(at: Double, status: Int?, durationMs: Double, trigger: String, expiresAt: Double? = nil, failureUntil: Double? = nil) {
+    public init(at: Double, status: Int?, durationMs: Double, trigger: String, expiresAt: Double? = nil, failureUntil: Double? = nil,
+                confirmedAt: Double? = nil, upstream: UpstreamHeaders? = nil) {
+        self.confirmedAt = confirmedAt ?? at
+        self.upstream = upstream
         self.at = at
         self.status = status
         self.durationMs = durationMs

@@ -89,6 +89,28 @@ public final class OriginFetcher: Sendable {
         }
     }
 
+    /// Fetches `host` from a parent edge (tiers): `base/a/v1/host`, sending `via` on. Failures
+    /// the parent passes on come back as the origin's, with the parent's `X-Cache`, `Via` and
+    /// `Age` in `upstream`; its `508` is `.loopDetected`, its `503` a `.local` problem.
+    public func fetch(_ host: OriginHost, fromParent base: String, via: String) async -> FetchResult {
+        await withCheckedContinuation { continuation in
+            loop.submit(Transfer(parent: base, host: host, configuration: configuration, via: via,
+                                 completion: { continuation.resume(returning: $0) }))
+        }
+    }
+
+    /// A parent edge's URL as `--parent` takes it: `http://` or `https://`, an authority, an
+    /// optional path prefix; returned without a trailing `/`.
+    public static func parentBase(_ text: String) throws(ConfigurationError) -> String {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              let host = url.host, !host.isEmpty, url.query == nil, url.fragment == nil, url.user == nil else {
+            throw ConfigurationError(message: "--parent '\(text)' is not an http:// or https:// URL of an edge (e.g. http://parent.lab:8080)")
+        }
+        var base = text
+        while base.hasSuffix("/") { base.removeLast() }
+        return base
+    }
+
     /// A plain GET of `url` (http or https, any address, system CA store, no redirects): how the
     /// probe looks at a CDN. Never throws; transport problems are in `HTTPObservation.error`.
     public func observe(_ url: String, timeout: Double, headers: [String] = []) async -> HTTPObservation {

@@ -38,6 +38,8 @@ final class Transfer: @unchecked Sendable {
     fileprivate var handshakeStarted = false
     /// The request carried a validator (If-None-Match / If-Modified-Since): only then is a 304 an answer.
     private var sentValidators = false
+    /// The request went to a parent edge's client route (tiers), not to the origin.
+    private var fromParent = false
 
     /// An origin fetch: HTTPS only, the address policy, the contract's size cap.
     convenience init(host: OriginHost, configuration: FetcherConfiguration, validators: Validators?,
@@ -51,6 +53,18 @@ final class Transfer: @unchecked Sendable {
                   connectTo: configuration.connectTo, resolve: configuration.resolve, requestHeaders: requestHeaders,
                   completion: .origin(host, completion))
         sentValidators = !(validators?.isEmpty ?? true)
+    }
+
+    /// A parent edge's `/a/v1/{host}` (tiers): http or https, any address (the parent is the lab's
+    /// explicit choice), the contract's size cap, `Via` sent on so that a circle of tiers ends in
+    /// `508`. Unconditional: the answer's `Age`, `X-Cache` and `Via` are wanted every time.
+    convenience init(parent base: String, host: OriginHost, configuration: FetcherConfiguration, via: String,
+                     completion: @escaping @Sendable (FetchResult) -> Void) {
+        self.init(url: base + "/a/v1/" + host.description, protocols: "http,https", timeout: configuration.timeout, allowAnyAddress: true,
+                  bodyLimit: FetcherConfiguration.maximumBodySize, keepsAnyBody: false, caFile: configuration.caFile,
+                  connectTo: [], resolve: [], requestHeaders: ["Accept: application/json", "Via: " + via],
+                  completion: .origin(host, completion))
+        fromParent = true
     }
 
     /// A plain GET of any http(s) URL, no address policy: what a client of a CDN sees.
@@ -258,6 +272,7 @@ final class Transfer: @unchecked Sendable {
         func failure(_ failureCode: FailureCode, _ details: [JSONMember], statusLine: String? = nil) -> FetchOutcome {
             .failed(OriginFailure(code: failureCode, statusLine: statusLine, details: JSONObject(details)))
         }
+        if fromParent, let status, let passed = parentAnswer(status) { return passed }
         if let status, status != 200 {
             if status == 304 {
                 guard sentValidators else {
@@ -320,6 +335,32 @@ final class Transfer: @unchecked Sendable {
         return .fetched
     }
 
+    /// What a parent edge's own answers mean: its `508` (a circle of tiers), its `503` (it ran
+    /// short: not the origin's doing), its 404 failure form (the origin's failure, passed on word
+    /// for word). nil for the rest, which are read as an origin's would be.
+    private func parentAnswer(_ status: Int) -> FetchOutcome? {
+        switch status {
+        case 508:
+            return .loopDetected
+        case 503:
+            return .local(LocalProblem(.parent, cause: "it answered 503" + (headers["retry-after"].map { " (Retry-After: \($0))" } ?? "")))
+        case 404:
+            guard let reason = headers["apple-failure-reason"] else { return nil }
+            var details = JSONObject()
+            if let text = headers["apple-failure-details"], case .object(let object)? = try? JSONReader.parse(text) { details = object }
+            return OriginFailure(passedOn: reason, details: details).map { .failed($0) }
+        default:
+            return nil
+        }
+    }
+
+    /// What a parent edge said about its answer: `X-Cache` and `Via` to carry on, `Age` to count.
+    private var upstream: (headers: UpstreamHeaders, age: Double)? {
+        guard fromParent, status != nil else { return nil }
+        let age = headers["age"].flatMap(Double.init).map { max(0, $0) } ?? 0
+        return (UpstreamHeaders(xCache: headers["x-cache"] ?? "", via: headers["via"] ?? ""), age)
+    }
+
     /// A shortage of the edge's own behind a transfer that never reached the origin: the socket
     /// could not be opened, curl ran out of memory, or (when curl only says that resolving or
     /// connecting failed, as it does when its resolver cannot get a descriptor) the process has
@@ -363,7 +404,8 @@ final class Transfer: @unchecked Sendable {
             etag: headers["etag"], lastModified: headers["last-modified"], contentType: headers["content-type"],
             cacheControl: headers["cache-control"], location: headers["location"],
             body: fetched ? body : [], sha256: fetched ? SHA256.hex(body) : nil,
-            connectedIP: connectedIP, connectedPort: port > 0 ? port : nil, timings: timings, startedAt: startedAt)
+            connectedIP: connectedIP, connectedPort: port > 0 ? port : nil, timings: timings, startedAt: startedAt,
+            upstream: upstream?.headers, upstreamAge: upstream?.age ?? 0)
     }
 }
 

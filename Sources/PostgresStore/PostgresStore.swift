@@ -322,8 +322,10 @@ public final class PostgresStore: SharedStoring, Sendable {
                 """, logger: self.logger).collect().count == 1
             // A fetch recorded since the caller looked (it may have ended its lease just now):
             // its result answers the caller.
+            // The fetch log's time, not the host's confirmation (behind a parent edge that is
+            // backdated by the parent's Age).
             let latest = try await client.query("""
-                SELECT GREATEST(COALESCE(confirmed_at, 0), COALESCE(failure_at, 0)) FROM host WHERE name = \(host)
+                SELECT at FROM fetch_log WHERE host = \(host) ORDER BY id DESC LIMIT 1
                 """, logger: self.logger).collect().first?.decode(Double.self)
             if let latest, latest >= since {
                 if claimed {
@@ -372,16 +374,19 @@ public final class PostgresStore: SharedStoring, Sendable {
     // MARK: reading
 
     private static let hostColumns = """
-        h.name, h.current_version, h.confirmed_at, h.failure_reason, h.failure_details, h.failure_at, h.purge, s.app_ids
+        h.name, h.current_version, h.confirmed_at, h.failure_reason, h.failure_details, h.failure_at, h.purge, s.app_ids,
+        h.upstream, h.failure_upstream
         """
 
     private static func host(_ row: PostgresRow) throws -> StoredHost {
-        let (name, version, confirmed, reason, details, failureAt, purge, appIDs) =
-            try row.decode((String, Int?, Double?, String?, String?, Double?, String, String?).self)
+        let (name, version, confirmed, reason, details, failureAt, purge, appIDs, upstream, failureUpstream) =
+            try row.decode((String, Int?, Double?, String?, String?, Double?, String, String?, String?, String?).self)
         var failure: StoredFailure?
-        if let reason, let failureAt { failure = StoredFailure(reason: reason, details: details ?? "{}", at: failureAt) }
+        if let reason, let failureAt {
+            failure = StoredFailure(reason: reason, details: details ?? "{}", at: failureAt, upstream: UpstreamHeaders(stored: failureUpstream))
+        }
         return StoredHost(name: name, currentVersion: version, confirmedAt: confirmed, failure: failure, purge: purge,
-                          appIDs: decodeList(appIDs))
+                          appIDs: decodeList(appIDs), upstream: UpstreamHeaders(stored: upstream))
     }
 
     private static let snapshotColumns = """
@@ -573,8 +578,9 @@ public final class PostgresStore: SharedStoring, Sendable {
                     """, logger: logger)
             }
             try await connection.query("""
-                UPDATE host SET current_version = \(version), confirmed_at = \(fetch.at), expires_at = \(fetch.expiresAt),
-                                failure_reason = NULL, failure_details = NULL, failure_at = NULL, failure_until = NULL, purge = 'none'
+                UPDATE host SET current_version = \(version), confirmed_at = \(fetch.confirmedAt), expires_at = \(fetch.expiresAt),
+                                failure_reason = NULL, failure_details = NULL, failure_at = NULL, failure_until = NULL,
+                                failure_upstream = NULL, purge = 'none', upstream = \(fetch.upstream?.stored)
                 WHERE name = \(name)
                 """, logger: logger)
             let change: RecordedFetch.Change = previous == version ? .unchanged : .updated
@@ -589,8 +595,8 @@ public final class PostgresStore: SharedStoring, Sendable {
             let logger = self.logger
             let version = try await Self.lockHost(connection, name, at: fetch.at, logger: logger)
             try await connection.query("""
-                UPDATE host SET confirmed_at = \(fetch.at), expires_at = \(fetch.expiresAt), failure_reason = NULL, failure_details = NULL,
-                                failure_at = NULL, failure_until = NULL,
+                UPDATE host SET confirmed_at = \(fetch.confirmedAt), expires_at = \(fetch.expiresAt), failure_reason = NULL,
+                                failure_details = NULL, failure_at = NULL, failure_until = NULL, failure_upstream = NULL,
                                 purge = CASE WHEN purged_at IS NOT NULL AND purged_at > \(startedAt) THEN purge ELSE 'none' END
                 WHERE name = \(name)
                 """, logger: logger)
@@ -610,8 +616,8 @@ public final class PostgresStore: SharedStoring, Sendable {
             let logger = self.logger
             let version = try await Self.lockHost(connection, name, at: fetch.at, logger: logger)
             try await connection.query("""
-                UPDATE host SET failure_reason = \(reason), failure_details = \(details), failure_at = \(fetch.at),
-                                failure_until = \(fetch.failureUntil)
+                UPDATE host SET failure_reason = \(reason), failure_details = \(details), failure_at = \(fetch.confirmedAt),
+                                failure_until = \(fetch.failureUntil), failure_upstream = \(fetch.upstream?.stored)
                 WHERE name = \(name)
                 """, logger: logger)
             try await Self.log(connection, name, fetch, outcome: RecordedFetch.Change.failed.rawValue, reason: reason, details: details,

@@ -127,6 +127,12 @@ enum Schema {
             "CREATE TABLE change_pruned (id INT PRIMARY KEY CHECK (id = 1), upto BIGINT NOT NULL)",
             "INSERT INTO change_pruned (id, upto) VALUES (1, 0)",
         ]),
+        // Behind a parent edge (tiers): the parent's X-Cache and Via that came with the current
+        // copy and with the last failure, one per line.
+        ("v3 parent tier", [
+            "ALTER TABLE host ADD COLUMN upstream TEXT",
+            "ALTER TABLE host ADD COLUMN failure_upstream TEXT",
+        ]),
     ]
 
     /// Applies the migrations not yet applied; returns their names.

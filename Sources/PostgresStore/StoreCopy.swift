@@ -38,9 +38,10 @@ extension PostgresStore {
             let name = host.name
             counts.hosts = try await connection.query("""
                 INSERT INTO host (name, current_version, confirmed_at, expires_at, failure_reason, failure_details, failure_at,
-                                  failure_until, purge, purged_at, created_at)
+                                  failure_until, purge, purged_at, created_at, upstream, failure_upstream)
                 VALUES (\(name), \(host.currentVersion), \(host.confirmedAt), \(copy.expiresAt), \(host.failure?.reason),
-                        \(host.failure?.details), \(host.failure?.at), \(copy.failureUntil), \(host.purge), \(copy.purgedAt), \(copy.createdAt))
+                        \(host.failure?.details), \(host.failure?.at), \(copy.failureUntil), \(host.purge), \(copy.purgedAt), \(copy.createdAt),
+                        \(host.upstream?.stored), \(host.failure?.upstream?.stored))
                 ON CONFLICT (name) DO NOTHING RETURNING 1
                 """, logger: logger).collect().count
             for snapshot in copy.snapshots {

@@ -142,6 +142,11 @@ public final class SnapshotStore: Sendable {
         migrator.registerMigration("v5 purge time") { db in
             try db.execute(sql: "ALTER TABLE host ADD COLUMN purgedAt REAL")
         }
+        // Behind a parent edge (tiers): the parent's X-Cache and Via that came with the current
+        // copy and with the last failure, one per line.
+        migrator.registerMigration("v6 parent tier") { db in
+            try db.execute(sql: "ALTER TABLE host ADD COLUMN upstream TEXT; ALTER TABLE host ADD COLUMN failureUpstream TEXT")
+        }
         return migrator
     }
 
@@ -197,10 +202,11 @@ public final class SnapshotStore: Sendable {
     private static func host(_ row: Row, appIDs: [String]) -> StoredHost {
         var failure: StoredFailure?
         if let reason: String = row["failureReason"], let at: Double = row["failureAt"] {
-            failure = StoredFailure(reason: reason, details: row["failureDetails"] ?? "{}", at: at)
+            failure = StoredFailure(reason: reason, details: row["failureDetails"] ?? "{}", at: at,
+                                    upstream: UpstreamHeaders(stored: row["failureUpstream"]))
         }
         return StoredHost(name: row["name"], currentVersion: row["currentVersion"], confirmedAt: row["confirmedAt"],
-                          failure: failure, purge: row["purge"], appIDs: appIDs)
+                          failure: failure, purge: row["purge"], appIDs: appIDs, upstream: UpstreamHeaders(stored: row["upstream"]))
     }
 
     private static func snapshot(_ row: Row) -> StoredSnapshot {
@@ -258,8 +264,8 @@ public final class SnapshotStore: Sendable {
             }
             try db.execute(sql: """
                 UPDATE host SET currentVersion = ?, confirmedAt = ?, expiresAt = ?, failureReason = NULL, failureDetails = NULL,
-                                failureAt = NULL, failureUntil = NULL, purge = 'none' WHERE name = ?
-                """, arguments: [version, fetch.at, fetch.expiresAt, name])
+                                failureAt = NULL, failureUntil = NULL, failureUpstream = NULL, purge = 'none', upstream = ? WHERE name = ?
+                """, arguments: [version, fetch.confirmedAt, fetch.expiresAt, fetch.upstream?.stored, name])
             let change: RecordedFetch.Change = previous == version ? .unchanged : .updated
             try Self.log(db, name, fetch, outcome: change.rawValue, reason: nil, details: nil, version: version)
             return RecordedFetch(change: change, version: version, previousVersion: previous)
@@ -275,10 +281,10 @@ public final class SnapshotStore: Sendable {
             let version = try Self.currentVersion(db, name)
             try db.execute(sql: """
                 UPDATE host SET confirmedAt = ?, expiresAt = ?, failureReason = NULL, failureDetails = NULL, failureAt = NULL,
-                                failureUntil = NULL,
+                                failureUntil = NULL, failureUpstream = NULL,
                                 purge = CASE WHEN purgedAt IS NOT NULL AND purgedAt > ? THEN purge ELSE 'none' END
                 WHERE name = ?
-                """, arguments: [fetch.at, fetch.expiresAt, startedAt, name])
+                """, arguments: [fetch.confirmedAt, fetch.expiresAt, startedAt, name])
             if let version {
                 try db.execute(sql: "UPDATE snapshot SET lastConfirmedAt = ? WHERE host = ? AND version = ?", arguments: [fetch.at, name, version])
             }
@@ -292,8 +298,9 @@ public final class SnapshotStore: Sendable {
         try pool.write { db in
             try Self.ensureHost(db, name, at: fetch.at)
             let version = try Self.currentVersion(db, name)
-            try db.execute(sql: "UPDATE host SET failureReason = ?, failureDetails = ?, failureAt = ?, failureUntil = ? WHERE name = ?",
-                           arguments: [reason, details, fetch.at, fetch.failureUntil, name])
+            try db.execute(sql: """
+                UPDATE host SET failureReason = ?, failureDetails = ?, failureAt = ?, failureUntil = ?, failureUpstream = ? WHERE name = ?
+                """, arguments: [reason, details, fetch.confirmedAt, fetch.failureUntil, fetch.upstream?.stored, name])
             try Self.log(db, name, fetch, outcome: RecordedFetch.Change.failed.rawValue, reason: reason, details: details, version: version)
             return RecordedFetch(change: .failed, version: version, previousVersion: version)
         }

@@ -56,6 +56,7 @@ import Testing
             case .copy(let snapshot, _, let outcome, let cacheStatus): return (outcome, snapshot.version, cacheStatus)
             case .failure(let failure, _, let outcome, _): return (outcome, nil, failure.reason)
             case .unavailable: return (.unavailable, nil, "")
+            case .loopDetected: return (.rejected, nil, "508")
             }
         }
     }

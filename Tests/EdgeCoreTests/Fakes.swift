@@ -188,7 +188,7 @@ final class FakeOrigin: OriginFetching, @unchecked Sendable {
     }
     var held: Int { lock.withLock { waiting.count } }
 
-    func fetch(_ host: OriginHost, validators: Validators?) async -> FetchResult {
+    func fetch(_ host: OriginHost, validators: Validators?, via: String) async -> FetchResult {
         let name = host.description
         let answer = lock.withLock { () -> Answer? in
             counts[name, default: 0] += 1

@@ -4,7 +4,9 @@ import TestOrigin
 import Testing
 
 /// Runs the real binary (not `serve`) and returns (status, stdout).
-func runCLI(_ arguments: [String]) throws -> (Int32, String) {
+/// Runs the binary with `arguments`; `meanwhile` runs once it has started (e.g. changing the
+/// origin under a running probe). Returns the exit status and stdout.
+func runCLI(_ arguments: [String], meanwhile: () throws -> Void = {}) throws -> (Int32, String) {
     let process = Process()
     process.executableURL = EdgeProcess.binary
     process.arguments = arguments
@@ -12,6 +14,7 @@ func runCLI(_ arguments: [String]) throws -> (Int32, String) {
     process.standardOutput = out
     process.standardError = FileHandle.nullDevice
     try process.run()
+    try meanwhile()
     let data = out.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     return (process.terminationStatus, String(decoding: data, as: UTF8.self))

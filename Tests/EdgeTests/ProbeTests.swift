@@ -23,23 +23,16 @@ import Testing
         let plot = folder.appendingPathComponent("probe.svg").path
         let probeDB = folder.appendingPathComponent("probe.sqlite").path
 
-        let process = Process()
-        process.executableURL = EdgeProcess.binary
-        process.arguments = ["probe", host, "--cdn-url", "http://127.0.0.1:\(edge.port)/a/v1/{host}", "--interval", "0.25",
-                             "--duration", "20", "--until-converged", "--json", "--plot", plot, "--db", probeDB,
-                             "--connect-to", origin.connectTo(host), "--ca-file", origin.caFile]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        // Change the origin as soon as the edge holds the first copy (the probe's CDN request made it fetch).
-        #expect(try eventually(10) { try json(try edge.admin("GET", "/domains/\(host)"))["version"] == 1 })
-        try origin.serve(host, body: aasaBody(path: "/after/*"))
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let (exit, output) = try runCLI(["probe", host, "--cdn-url", "http://127.0.0.1:\(edge.port)/a/v1/{host}", "--interval", "0.25",
+                                         "--duration", "20", "--until-converged", "--json", "--plot", plot, "--db", probeDB,
+                                         "--connect-to", origin.connectTo(host), "--ca-file", origin.caFile]) {
+            // Change the origin as soon as the edge holds the first copy (the probe's CDN request made it fetch).
+            #expect(try eventually(10) { try json(try edge.admin("GET", "/domains/\(host)"))["version"] == 1 })
+            try origin.serve(host, body: aasaBody(path: "/after/*"))
+        }
+        #expect(exit == 0)
 
-        let report = try #require(try JSONReader.parse(String(decoding: data, as: UTF8.self)).objectValue)
+        let report = try #require(try JSONReader.parse(output).objectValue)
         #expect(report.keys.starts(with: ["host", "cdnURL", "observations", "converged", "changes"]))
         #expect(report["host"] == .string(host))
         #expect(report["converged"] == .bool(true))
