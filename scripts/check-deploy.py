@@ -44,7 +44,7 @@ def check_compose():
         if key not in allowed:
             problem(f"compose.yaml: unknown top-level key {key!r}")
     services = doc.get("services") or {}
-    expected = {"edge", "prometheus", "grafana", "postgres", "edge-1", "edge-2", "edge-3", "balancer"}
+    expected = {"edge", "prometheus", "grafana", "postgres", "edge-1", "edge-2", "edge-3", "balancer", "tier-parent", "tier-child"}
     if set(services) != expected:
         problem(f"compose.yaml: services are {sorted(services)}, expected {sorted(expected)}")
     declared = set((doc.get("volumes") or {}).keys())
@@ -72,6 +72,7 @@ def check_compose():
             if dependency not in services:
                 problem(f"compose.yaml: {name} depends on unknown service {dependency}")
     check_cluster_profile(services)
+    check_tiers_profile(services)
     print(f"  compose.yaml: {len(services)} services, {len(declared)} volumes")
 
 
@@ -96,12 +97,31 @@ def check_cluster_profile(services):
         problem(f"cluster/nginx.conf balances over {sorted(upstreams)}, the compose edges are {sorted(edges)}")
 
 
+def check_tiers_profile(services):
+    """The tiers profile: the child's parent is the parent service's address, each tier has its
+    own node id and volume, and only the parent fetches origins (no AASA_EDGE_PARENT on it)."""
+    parent, child = services.get("tier-parent", {}), services.get("tier-child", {})
+    for name, service in (("tier-parent", parent), ("tier-child", child)):
+        if service.get("profiles") != ["tiers"]:
+            problem(f"compose.yaml: {name} is not in the tiers profile only")
+    env_parent, env_child = parent.get("environment", {}), child.get("environment", {})
+    if env_child.get("AASA_EDGE_PARENT") != "http://tier-parent:8080":
+        problem(f"compose.yaml: tier-child's AASA_EDGE_PARENT is {env_child.get('AASA_EDGE_PARENT')!r}, not http://tier-parent:8080")
+    if "AASA_EDGE_PARENT" in env_parent:
+        problem("compose.yaml: tier-parent has a parent itself")
+    if env_parent.get("AASA_EDGE_NODE_ID") == env_child.get("AASA_EDGE_NODE_ID"):
+        problem("compose.yaml: the tiers share a node id (Via could not tell them apart; a loop would go unseen)")
+    if set(parent.get("volumes", [])) & set(child.get("volumes", [])):
+        problem("compose.yaml: the tiers share a volume (each has its own SQLite store)")
+
+
 def check_variables(binary):
     help_text = subprocess.run([binary, "serve", "--help"], capture_output=True, text=True, check=True).stdout
     known = set(re.findall(r"AASA_EDGE_[A-Z_]+", help_text))
     files = ["docker/Dockerfile", "docker/compose.yaml", "systemd/aasa-edge.env"] + [
         "k8s/" + f for f in sorted(os.listdir(os.path.join(DEPLOY, "k8s"))) if f.endswith(".yaml")] + [
-        "k8s/cluster/" + f for f in sorted(os.listdir(os.path.join(DEPLOY, "k8s/cluster"))) if f.endswith(".yaml")]
+        "k8s/cluster/" + f for f in sorted(os.listdir(os.path.join(DEPLOY, "k8s/cluster"))) if f.endswith(".yaml")] + [
+        "k8s/tiers/" + f for f in sorted(os.listdir(os.path.join(DEPLOY, "k8s/tiers"))) if f.endswith(".yaml")]
     used = 0
     before = len(problems)
     for path in files:

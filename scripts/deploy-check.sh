@@ -47,9 +47,11 @@ if command -v kubernetes-validate >/dev/null; then
     && echo "  5 manifests valid" || fail "kubernetes-validate"
   kubernetes-validate --strict --quiet deploy/k8s/cluster/{store-secret,postgres,deployment}.yaml \
     && echo "  3 cluster manifests valid" || fail "kubernetes-validate (cluster)"
+  kubernetes-validate --strict --quiet deploy/k8s/tiers/child.yaml \
+    && echo "  the tiers manifest valid" || fail "kubernetes-validate (tiers)"
   if command -v kubectl >/dev/null; then
     rendered=$(mktemp --suffix=.yaml)
-    for dir in deploy/k8s deploy/k8s/cluster; do
+    for dir in deploy/k8s deploy/k8s/cluster deploy/k8s/tiers; do
       if kubectl kustomize "$dir" > "$rendered"; then
         kubernetes-validate --strict --quiet "$rendered" && echo "  kustomize output of $dir valid" || fail "kustomize output of $dir"
       else

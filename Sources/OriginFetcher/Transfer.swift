@@ -56,13 +56,15 @@ final class Transfer: @unchecked Sendable {
     }
 
     /// A parent edge's `/a/v1/{host}` (tiers): http or https, any address (the parent is the lab's
-    /// explicit choice), the contract's size cap, `Via` sent on so that a circle of tiers ends in
-    /// `508`. Unconditional: the answer's `Age`, `X-Cache` and `Via` are wanted every time.
+    /// explicit choice), the lab's `--connect-to`/`--resolve` overrides, the contract's size cap,
+    /// `Via` sent on so that a circle of tiers ends in `508`. Unconditional: the answer's `Age`,
+    /// `X-Cache` and `Via` are wanted every time.
     convenience init(parent base: String, host: OriginHost, configuration: FetcherConfiguration, via: String,
                      completion: @escaping @Sendable (FetchResult) -> Void) {
         self.init(url: base + "/a/v1/" + host.description, protocols: "http,https", timeout: configuration.timeout, allowAnyAddress: true,
                   bodyLimit: FetcherConfiguration.maximumBodySize, keepsAnyBody: false, caFile: configuration.caFile,
-                  connectTo: [], resolve: [], requestHeaders: ["Accept: application/json", "Via: " + via],
+                  connectTo: configuration.connectTo, resolve: configuration.resolve,
+                  requestHeaders: ["Accept: application/json", "Via: " + via],
                   completion: .origin(host, completion))
         fromParent = true
     }

@@ -245,3 +245,69 @@ func failure(_ result: FetchResult, sourceLocation: SourceLocation = #_sourceLoc
 
 /// A port nothing listens on.
 func freePort() throws -> Int { try TestPostgres.freePort() }
+
+/// A parent edge's own answers (tiers), from a stand-in parent: the test origin answering
+/// `/a/v1/{host}` with what an edge would send, including what a real edge cannot be made to
+/// send on demand (a 503).
+@Suite(.serialized) struct ParentAnswerTests {
+    static let parent = "parent.lab.test"
+
+    func fetchFromParent(_ host: String = "child.lab.test") async throws -> FetchResult {
+        let f = fetcher(for: [Self.parent])
+        defer { f.shutdown() }
+        return await f.fetch(try OriginHost(host), fromParent: "https://\(Self.parent)", via: "1.1 child (aasa-edge/test)")
+    }
+
+    @Test func aCopyCarriesTheParentsHeadersAndSendsVia() async throws {
+        try origin.serve(Self.parent, body: aasa, headers: ["Age": "42", "X-Cache": "hit-fresh", "Via": "1.1 top (aasa-edge/test)"])
+        let result = try await fetchFromParent()
+        #expect(result.outcome == .fetched && result.body == Array(aasa.utf8))
+        #expect(result.upstream == UpstreamHeaders(xCache: "hit-fresh", via: "1.1 top (aasa-edge/test)"))
+        #expect(result.upstreamAge == 42)
+        let sent = try origin.lastRequestHeaders(Self.parent)
+        #expect(sent["via"] == .string("1.1 child (aasa-edge/test)"))
+        #expect(sent[":request-line"] == .string("GET /a/v1/child.lab.test HTTP/1.1"))
+        #expect(sent["if-none-match"] == nil, "unconditional")
+    }
+
+    @Test func theFailureFormIsTheOriginsFailureWordForWord() async throws {
+        let reason = "SWCERR00301 Timeout"
+        try origin.set(Self.parent, .object(JSONObject([
+            JSONMember("status", 404), JSONMember("body", "Not Found\n"),
+            JSONMember("headers", .object(JSONObject([
+                JSONMember("Apple-Failure-Reason", .string(reason)),
+                JSONMember("Apple-Failure-Details", #"{"cause":"timed out after 5 s while awaiting headers","phase":"headers"}"#),
+                JSONMember("Apple-Try-Direct", "true"), JSONMember("X-Cache", "miss"), JSONMember("Age", "3"),
+            ]))),
+        ])))
+        let result = try await fetchFromParent()
+        let failure = try failure(result)
+        #expect(failure.reason == reason && failure.code == .timeout && failure.tryDirect)
+        #expect(failure.details["phase"] == .string("headers"))
+        #expect(result.upstream?.xCache == "miss" && result.upstreamAge == 3)
+    }
+
+    @Test func a404WithoutTheFailureFormIsABadResponse() async throws {
+        try origin.set(Self.parent, .object(JSONObject([JSONMember("status", 404), JSONMember("body", "no such route")])))
+        #expect(try failure(try await fetchFromParent()).code == .badHTTPResponse)
+        // An unknown code in the reason is not passed on either.
+        try origin.set(Self.parent, .object(JSONObject([
+            JSONMember("status", 404),
+            JSONMember("headers", .object(JSONObject([JSONMember("Apple-Failure-Reason", "SWCERR99999 Made Up")]))),
+        ])))
+        #expect(try failure(try await fetchFromParent()).code == .badHTTPResponse)
+    }
+
+    @Test func the508IsALoopAndThe503IsTheParentsShortage() async throws {
+        try origin.set(Self.parent, .object(JSONObject([JSONMember("status", 508), JSONMember("body", "loop")])))
+        #expect(try await fetchFromParent().outcome == .loopDetected)
+        try origin.set(Self.parent, .object(JSONObject([
+            JSONMember("status", 503), JSONMember("headers", .object(JSONObject([JSONMember("Retry-After", "5")]))),
+        ])))
+        guard case .local(let problem) = try await fetchFromParent().outcome else {
+            Issue.record("a parent's 503 is not the origin's failure")
+            return
+        }
+        #expect(problem.resource == .parent && problem.cause.contains("Retry-After: 5"))
+    }
+}
