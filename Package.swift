@@ -46,7 +46,9 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
         ]),
-        .target(name: "PropagationAnalysis", dependencies: ["AASAEngine", "CachePolicy", "EdgeModel", "OriginFetcher", "SnapshotStore"]),
+        .target(name: "PropagationAnalysis", dependencies: [
+            "AASAEngine", "CachePolicy", "EdgeModel", "OriginFetcher", .product(name: "Logging", package: "swift-log"),
+        ]),
         .target(name: "EdgeCore", dependencies: [
             "AASAEngine", "CachePolicy", "EdgeModel", "OriginFetcher", "PropagationAnalysis", "SnapshotStore", .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),

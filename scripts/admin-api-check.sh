@@ -3,8 +3,8 @@
 # live `aasa-edge serve` with generated requests and checks every response (no 5xx, status codes
 # and bodies as documented, authentication enforced); then the token rules are checked directly:
 # no token and a wrong token get 401, and a generated token file is mode 0600.
-# Origins are unreachable on purpose (every fetch goes to a closed local port), so nothing leaves
-# the machine.   Usage: scripts/admin-api-check.sh [MAX_EXAMPLES]   (default 25 per operation)
+# Origins are unreachable on purpose (every fetch goes to a closed local port, every probe's CDN
+# request to a closed local proxy), so nothing leaves the machine.   Usage: scripts/admin-api-check.sh [MAX_EXAMPLES]   (default 25 per operation)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.build/debug/aasa-edge}
@@ -15,6 +15,9 @@ if ! command -v schemathesis >/dev/null; then echo "admin-api-check: schemathesi
 work=$(mktemp -d)
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$work"' EXIT
 . scripts/lib/start-edge.sh
+# Probes started by the check observe their CDN URL (Apple's by default) with a plain GET, which
+# honours proxy variables: a closed local port keeps those inside the machine too.
+export http_proxy=http://127.0.0.1:9 https_proxy=http://127.0.0.1:9 all_proxy=http://127.0.0.1:9 no_proxy=127.0.0.1,localhost
 start_edge "$work/log" --db "$work/var/store.sqlite" --origin-timeout 1 --connect-to ::127.0.0.1:1
 [ -n "$port" ] || { echo "admin-api-check: the edge did not start"; cat "$work/log"; exit 1; }
 token=$(cat "$work/var/admin-token")
@@ -29,8 +32,10 @@ echo "no token, a wrong token and Basic auth: 401"
 # Seed one host so that the read routes have something to show.
 curl -s -o /dev/null "http://127.0.0.1:$port/a/v1/seed.lab.test"
 # Hummingbird answers 404, not 405, to a method no route has (TRACE /domains): that check is left out.
+# DELETE /probes/{id} stops a run and keeps its record (the contract), so the run stays readable:
+# the use-after-free check, which expects a deleted resource to be gone, is left out too.
 schemathesis run docs/openapi.yaml --url "http://127.0.0.1:$port/admin/v1" -H "Authorization: Bearer $token" \
-  --checks all --exclude-checks unsupported_method --max-examples "$EXAMPLES" --generation-deterministic --no-color \
+  --checks all --exclude-checks unsupported_method,use_after_free --max-examples "$EXAMPLES" --generation-deterministic --no-color \
   --report junit --report-dir "$work/report" > "$work/schemathesis.txt" 2>&1
 rc=$?
 cp "$work/schemathesis.txt" "${TMPDIR:-/tmp}/admin-api-check.txt"

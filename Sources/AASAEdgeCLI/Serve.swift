@@ -8,6 +8,7 @@ import Metrics
 import EdgeModel
 import OriginFetcher
 import PostgresStore
+import PropagationAnalysis
 import Prometheus
 import SnapshotStore
 
@@ -182,6 +183,9 @@ struct ServeOptions: ParsableArguments {
                         store: store, fetcher: try parent.map { ParentEdge(base: try OriginFetcher.parentBase($0), fetcher: fetcher) } ?? fetcher,
                         bypassFetcher: fetcher, logger: logger)
         if let parent { logger.notice("parent edge: \(parent) (the cache fills from it; ?mode=developer goes to the origin)") }
+        // Probes started over the admin API watch origins through the edge's own fetcher (its
+        // --connect-to, --ca-file, address policy) and record into its store.
+        let probes = ProbeRunner(fetcher: fetcher, store: store, logger: logger)
         let listenHost = host
         let tls = tlsCert.flatMap { cert in tlsKey.map { (certificate: cert, key: $0) } }
         for file in [tlsCert, tlsKey].compactMap({ $0 }) where !FileManager.default.isReadableFile(atPath: file) {
@@ -192,6 +196,7 @@ struct ServeOptions: ParsableArguments {
             let app = try EdgeServer.application(edge: edge, adminToken: token, host: host, port: port,
                                              clientTimeout: clientTimeout.value > 0 ? clientTimeout.value : nil,
                                              eventLoops: eventLoops > 0 ? eventLoops : nil, maxConnections: maxConnections, tls: tls,
+                                             probes: probes,
                                              logger: logger, metricsText: { registry.emitToBuffer() }) { boundPort in
                 logger.notice("listening on \(scheme)://\(listenHost):\(boundPort)")
             }
@@ -199,6 +204,7 @@ struct ServeOptions: ParsableArguments {
         } catch {
             throw CLIFailure.io("the server stopped: \(error)")
         }
+        probes.stopAll()
         await edge.close()
         if let postgres = store as? PostgresStore { await postgres.close() }
         fetcher.shutdown()

@@ -2,6 +2,7 @@ import AASAEngine
 import CachePolicy
 import EdgeCore
 import EdgeModel
+import PropagationAnalysis
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -23,7 +24,7 @@ public enum EdgeServer {
     ///   - tls: PEM files of the certificate chain and private key: serve HTTPS instead of HTTP.
     public static func application(edge: Edge, adminToken: String, host: String, port: Int, clientTimeout: Double? = 60,
                                    eventLoops: Int? = nil, maxConnections: Int = 10_000,
-                                   tls: (certificate: String, key: String)? = nil, logger: Logger,
+                                   tls: (certificate: String, key: String)? = nil, probes: ProbeRunner? = nil, logger: Logger,
                                    metricsText: @escaping @Sendable () -> [UInt8],
                                    onListening: @escaping @Sendable (Int) -> Void) throws -> some ApplicationProtocol {
         let router = Router(context: EdgeRequestContext.self)
@@ -59,7 +60,10 @@ public enum EdgeServer {
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                             body: .init(byteBuffer: ByteBuffer(bytes: metricsText())))
         }
-        AdminRoutes(edge: edge, token: adminToken).register(on: router.group("/admin/v1"))
+        let admin = AdminRoutes(edge: edge, token: adminToken)
+        let adminGroup = router.group("/admin/v1")
+        admin.register(on: adminGroup)
+        if let probes { ProbeRoutes(admin: admin, probes: probes).register(on: adminGroup) }
         DashboardRoutes(edge: edge, token: adminToken, secure: tls != nil).register(on: router)
         let http1 = HTTPServerBuilder.http1(configuration: .init(additionalChannelHandlers: [
             RequestTracker(edge: edge, cache: hitCache, clientTimeout: idle, limit: connections),

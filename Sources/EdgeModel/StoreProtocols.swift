@@ -33,6 +33,17 @@ public protocol SnapshotStoring: Sendable {
     func versionCount() async throws -> Int
     /// Throws when the store does not accept a write now (`/readyz`).
     func checkWritable(at: Double) async throws
+
+    // Probe runs (`aasa-edge probe` and the server's own probes write the same records).
+    /// Records a new run (`running`) and returns its id.
+    func startProbeRun(host: String, cdnURL: String, interval: Double, at: Double) async throws -> Int64
+    func recordProbeObservation(run: Int64, _ observation: ProbeRecord) async throws
+    /// Marks the run ended (`converged`, `finished`, `stopped` or `failed`).
+    func endProbeRun(_ run: Int64, at: Double, state: String) async throws
+    /// The newest `limit` runs, newest first.
+    func probeRunList(limit: Int) async throws -> [ProbeRun]
+    /// One run with its observations in time order; nil when unknown.
+    func probeRun(_ id: Int64) async throws -> (ProbeRun, [ProbeRecord])?
 }
 
 

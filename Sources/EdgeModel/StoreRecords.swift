@@ -183,6 +183,33 @@ public struct FetchRecord: Sendable {
     }
 }
 
+/// A probe run as stored: what it watched, from when, and how it ended.
+public struct ProbeRun: Sendable, Equatable {
+    public let id: Int64
+    public let host: String
+    public let cdnURL: String
+    public let interval: Double
+    public let startedAt: Double
+    /// nil while it runs (or when its process ended without saying so).
+    public let endedAt: Double?
+    /// `running`, `converged`, `finished` (its duration passed), `stopped` or `failed`.
+    public let state: String
+    /// The time of its last observation, if any.
+    public let lastObservedAt: Double?
+
+    public init(id: Int64, host: String, cdnURL: String, interval: Double, startedAt: Double, endedAt: Double?, state: String,
+                lastObservedAt: Double?) {
+        self.id = id
+        self.host = host
+        self.cdnURL = cdnURL
+        self.interval = interval
+        self.startedAt = startedAt
+        self.endedAt = endedAt
+        self.state = state
+        self.lastObservedAt = lastObservedAt
+    }
+}
+
 /// One observation of a probe run: the origin or the CDN at one moment.
 public struct ProbeRecord: Sendable, Equatable {
     public let at: Double

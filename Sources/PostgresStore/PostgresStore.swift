@@ -525,6 +525,85 @@ public final class PostgresStore: SharedStoring, Sendable {
         }
     }
 
+    // MARK: probe runs
+
+    static func observationInsert(run: Int64, _ o: ProbeRecord) -> PostgresQuery {
+        """
+        INSERT INTO probe_observation (run, at, source, status, sha256, canonical_sha256, age, cache_control, x_cache,
+                                       failure_reason, failure_details, error, duration_ms)
+        VALUES (\(run), \(o.at), \(o.source), \(o.status), \(o.sha256), \(o.canonicalSha256), \(o.age), \(o.cacheControl),
+                \(o.xCache), \(o.failureReason), \(o.failureDetails), \(o.error), \(o.durationMs))
+        """
+    }
+
+    public func startProbeRun(host: String, cdnURL: String, interval: Double, at: Double) async throws -> Int64 {
+        try await call("start probe run") { client in
+            let rows = try await client.query("""
+                INSERT INTO probe_run (host, cdn_url, interval_seconds, started_at, state) VALUES (\(host), \(cdnURL), \(interval), \(at), 'running')
+                RETURNING id
+                """, logger: self.logger).collect()
+            guard let id = try rows.first?.decode(Int64.self) else { throw PostgresStoreError.unavailable }
+            return id
+        }
+    }
+
+    public func recordProbeObservation(run: Int64, _ observation: ProbeRecord) async throws {
+        try await call("record probe observation") { client in
+            try await client.query(Self.observationInsert(run: run, observation), logger: self.logger)
+        }
+    }
+
+    public func endProbeRun(_ run: Int64, at: Double, state: String) async throws {
+        try await call("end probe run") { client in
+            try await client.query("UPDATE probe_run SET ended_at = \(at), state = \(state) WHERE id = \(run)", logger: self.logger)
+        }
+    }
+
+    private static let probeRunColumns = """
+        id, host, cdn_url, interval_seconds, started_at, ended_at, state,
+        (SELECT MAX(at) FROM probe_observation WHERE run = probe_run.id)
+        """
+
+    private static func probeRuns(_ rows: PostgresRowSequence) async throws -> [ProbeRun] {
+        var runs: [ProbeRun] = []
+        for try await (id, host, cdnURL, interval, started, ended, state, last) in rows.decode(
+            (Int64, String, String, Double, Double, Double?, String, Double?).self) {
+            runs.append(ProbeRun(id: id, host: host, cdnURL: cdnURL, interval: interval, startedAt: started, endedAt: ended, state: state,
+                                 lastObservedAt: last))
+        }
+        return runs
+    }
+
+    public func probeRunList(limit: Int) async throws -> [ProbeRun] {
+        try await call("list probe runs") { client in
+            try await Self.probeRuns(try await client.query(
+                "SELECT \(unescaped: Self.probeRunColumns) FROM probe_run ORDER BY id DESC LIMIT \(limit)", logger: self.logger))
+        }
+    }
+
+    public func probeRun(_ id: Int64) async throws -> (ProbeRun, [ProbeRecord])? {
+        try await call("read probe run") { client in
+            guard let run = try await Self.probeRuns(try await client.query(
+                "SELECT \(unescaped: Self.probeRunColumns) FROM probe_run WHERE id = \(id)", logger: self.logger)).first else { return nil }
+            var records: [ProbeRecord] = []
+            let rows = try await client.query("""
+                SELECT at, source, status, sha256, canonical_sha256, age, cache_control, x_cache, failure_reason, failure_details, error,
+                       duration_ms
+                FROM probe_observation WHERE run = \(id) ORDER BY at
+                """, logger: self.logger)
+            for try await row in rows {
+                let c = row.makeRandomAccess()
+                records.append(ProbeRecord(
+                    at: try c[0].decode(Double.self), source: try c[1].decode(String.self), status: try c[2].decode(Int?.self),
+                    sha256: try c[3].decode(String?.self), canonicalSha256: try c[4].decode(String?.self), age: try c[5].decode(Int?.self),
+                    cacheControl: try c[6].decode(String?.self), xCache: try c[7].decode(String?.self),
+                    failureReason: try c[8].decode(String?.self), failureDetails: try c[9].decode(String?.self),
+                    error: try c[10].decode(String?.self), durationMs: try c[11].decode(Double.self)))
+            }
+            return (run, records)
+        }
+    }
+
     public func checkWritable(at: Double) async throws {
         try await call("readiness") { client in
             try await client.query("""

@@ -133,6 +133,11 @@ enum Schema {
             "ALTER TABLE host ADD COLUMN upstream TEXT",
             "ALTER TABLE host ADD COLUMN failure_upstream TEXT",
         ]),
+        // How each probe run ended (runs recorded before this are taken as finished).
+        ("v4 probe run end", [
+            "ALTER TABLE probe_run ADD COLUMN ended_at DOUBLE PRECISION",
+            "ALTER TABLE probe_run ADD COLUMN state TEXT NOT NULL DEFAULT 'finished'",
+        ]),
     ]
 
     /// Applies the migrations not yet applied; returns their names.

@@ -101,12 +101,7 @@ extension PostgresStore {
                 RETURNING id
                 """, logger: logger).collect().first?.decode(Int64.self) else { return false }
             for o in run.observations {
-                try await connection.query("""
-                    INSERT INTO probe_observation (run, at, source, status, sha256, canonical_sha256, age, cache_control, x_cache,
-                                                   failure_reason, failure_details, error, duration_ms)
-                    VALUES (\(id), \(o.at), \(o.source), \(o.status), \(o.sha256), \(o.canonicalSha256), \(o.age), \(o.cacheControl),
-                            \(o.xCache), \(o.failureReason), \(o.failureDetails), \(o.error), \(o.durationMs))
-                    """, logger: logger)
+                try await connection.query(Self.observationInsert(run: id, o), logger: logger)
             }
             return true
         }

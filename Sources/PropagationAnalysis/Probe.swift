@@ -3,7 +3,6 @@ import CachePolicy
 import Foundation
 import EdgeModel
 import OriginFetcher
-import SnapshotStore
 
 /// What `aasa-edge probe` watches and for how long.
 public struct ProbeConfiguration: Sendable {
@@ -29,6 +28,14 @@ public struct ProbeConfiguration: Sendable {
     }
 }
 
+/// A flag one thread sets and others read.
+final class StopFlag: Sendable {
+    private let lock = NSLock()
+    nonisolated(unsafe) private var value = false
+    func set() { lock.withLock { value = true } }
+    var isSet: Bool { lock.withLock { value } }
+}
+
 /// The outcome of a probe run.
 public struct ProbeReport: Sendable {
     public let run: Int64
@@ -43,59 +50,84 @@ public struct ProbeReport: Sendable {
 
 /// Watches an origin (through the edge's fetcher, with its rules) and a CDN (a plain GET) side by
 /// side, records every observation in the store, and measures how long the CDN takes to serve
-/// each origin change.
+/// each origin change. `aasa-edge probe` runs one; the server runs several (`ProbeRunner`).
 public final class Probe: Sendable {
-    let configuration: ProbeConfiguration
+    public let configuration: ProbeConfiguration
     let fetcher: OriginFetcher
-    let store: SnapshotStore
+    let store: any SnapshotStoring
     let clock: any WallClock
-    private let stopLock = NSLock()
-    nonisolated(unsafe) private var stopFlag = false
+    private let stopFlag = StopFlag()
 
-    public init(configuration: ProbeConfiguration, fetcher: OriginFetcher, store: SnapshotStore, clock: any WallClock = SystemClock()) {
+    public init(configuration: ProbeConfiguration, fetcher: OriginFetcher, store: any SnapshotStoring, clock: any WallClock = SystemClock()) {
         self.configuration = configuration
         self.fetcher = fetcher
         self.store = store
         self.clock = clock
     }
 
-    /// Ends the run after the observation in progress (e.g. on SIGINT).
-    public func stop() { stopLock.withLock { stopFlag = true } }
-    private var stopRequested: Bool { stopLock.withLock { stopFlag } }
+    /// Ends the run after the observation in progress (e.g. on SIGINT, or `DELETE` of the run).
+    public func stop() { stopFlag.set() }
+    private var stopRequested: Bool { stopFlag.isSet }
+
+    /// Records the run in the store (`running`) and returns its id; `observe(run:)` then runs it.
+    public func begin() async throws -> (run: Int64, startedAt: Double) {
+        let start = clock.now()
+        let run = try await store.startProbeRun(host: configuration.host.description, cdnURL: configuration.cdnURL,
+                                                interval: configuration.interval, at: start)
+        return (run, start)
+    }
+
+    /// Begins and observes: the whole run.
+    public func run(onTick: @Sendable (_ origin: ProbeRecord, _ cdn: ProbeRecord, _ changes: [ProbeChange]) -> Void) async throws -> ProbeReport {
+        let (run, start) = try await begin()
+        return try await observe(run: run, startedAt: start, onTick: onTick)
+    }
 
     /// Observes every `interval` seconds until `duration` has passed, the CDN has converged (when
-    /// asked), or `stop()`. `onTick` receives each pair of observations as it is recorded.
-    public func run(onTick: @Sendable (_ origin: ProbeRecord, _ cdn: ProbeRecord, _ changes: [ProbeChange]) -> Void) async throws -> ProbeReport {
-        let start = clock.now()
-        let run = try store.startProbeRun(host: configuration.host.description, cdnURL: configuration.cdnURL,
-                                          interval: configuration.interval, at: start)
+    /// asked), or `stop()`; then records how the run ended (`converged`, `finished`, `stopped`, or
+    /// `failed` when the store refused an observation). `onTick` receives each pair of
+    /// observations as it is recorded.
+    public func observe(run: Int64, startedAt start: Double,
+                        onTick: @Sendable (_ origin: ProbeRecord, _ cdn: ProbeRecord, _ changes: [ProbeChange]) -> Void = { _, _, _ in })
+        async throws -> ProbeReport {
         var records: [ProbeRecord] = []
         var changes: [ProbeChange] = []
         var tick = 0
-        while true {
-            async let originResult = fetcher.fetch(configuration.host)
-            async let cdnResult = fetcher.observe(configuration.cdnURL, timeout: configuration.cdnTimeout,
-                                                  headers: ["User-Agent: aasa-edge-probe/1"])
-            let origin = Self.record(await originResult)
-            let cdn = Self.record(await cdnResult)
-            try store.recordProbeObservation(run: run, origin)
-            try store.recordProbeObservation(run: run, cdn)
-            records.append(origin)
-            records.append(cdn)
-            changes = ProbeAnalysis.changes(records)
-            onTick(origin, cdn, changes)
+        var state = "finished"
+        do {
+            while true {
+                async let originResult = fetcher.fetch(configuration.host)
+                async let cdnResult = fetcher.observe(configuration.cdnURL, timeout: configuration.cdnTimeout,
+                                                      headers: ["User-Agent: aasa-edge-probe/1"])
+                let origin = Self.record(await originResult)
+                let cdn = Self.record(await cdnResult)
+                try await store.recordProbeObservation(run: run, origin)
+                try await store.recordProbeObservation(run: run, cdn)
+                records.append(origin)
+                records.append(cdn)
+                changes = ProbeAnalysis.changes(records)
+                onTick(origin, cdn, changes)
 
-            if configuration.untilConverged && ProbeAnalysis.converged(changes) { break }
-            if stopRequested { break }
-            tick += 1
-            let next = start + Double(tick) * configuration.interval
-            if next - start > configuration.duration { break }
-            // Sleep in short steps so that stop() is honoured promptly.
-            while clock.now() < next, !stopRequested {
-                try? await Task.sleep(nanoseconds: UInt64(min(0.2, max(0.001, next - clock.now())) * 1e9))
+                if configuration.untilConverged && ProbeAnalysis.converged(changes) {
+                    state = "converged"
+                    break
+                }
+                if stopRequested { break }
+                tick += 1
+                let next = start + Double(tick) * configuration.interval
+                if next - start > configuration.duration { break }
+                // Sleep in short steps so that stop() is honoured promptly.
+                while clock.now() < next, !stopRequested {
+                    try? await Task.sleep(nanoseconds: UInt64(min(0.2, max(0.001, next - clock.now())) * 1e9))
+                }
+                if stopRequested { break }
             }
-            if stopRequested { break }
+        } catch {
+            try? await store.endProbeRun(run, at: clock.now(), state: "failed")
+            throw error
         }
+        if stopRequested, state != "converged" { state = "stopped" }
+        try await store.endProbeRun(run, at: clock.now(), state: state)
         return ProbeReport(run: run, startedAt: start, records: records, changes: changes)
     }
 

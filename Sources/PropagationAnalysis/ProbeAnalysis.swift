@@ -1,6 +1,5 @@
 import AASAEngine
 import EdgeModel
-import SnapshotStore
 
 /// One origin change seen by a probe and when the CDN first served the same content.
 public struct ProbeChange: Sendable, Equatable {

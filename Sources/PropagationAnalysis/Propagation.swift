@@ -1,6 +1,5 @@
 import AASAEngine
 import EdgeModel
-import SnapshotStore
 
 /// How one version of a host travelled: when the origin changed, when the edge first served it,
 /// and how long each client took to receive it.

@@ -147,6 +147,13 @@ public final class SnapshotStore: Sendable {
         migrator.registerMigration("v6 parent tier") { db in
             try db.execute(sql: "ALTER TABLE host ADD COLUMN upstream TEXT; ALTER TABLE host ADD COLUMN failureUpstream TEXT")
         }
+        // How each probe run ended (runs recorded before this are taken as finished).
+        migrator.registerMigration("v7 probe run end") { db in
+            try db.execute(sql: """
+                ALTER TABLE probe_run ADD COLUMN endedAt REAL;
+                ALTER TABLE probe_run ADD COLUMN state TEXT NOT NULL DEFAULT 'finished';
+                """)
+        }
         return migrator
     }
 
@@ -477,7 +484,7 @@ public final class SnapshotStore: Sendable {
     /// Starts a probe run and returns its id.
     public func startProbeRun(host: String, cdnURL: String, interval: Double, at: Double) throws -> Int64 {
         try pool.write { db in
-            try db.execute(sql: "INSERT INTO probe_run (host, cdnURL, interval, startedAt) VALUES (?, ?, ?, ?)",
+            try db.execute(sql: "INSERT INTO probe_run (host, cdnURL, interval, startedAt, state) VALUES (?, ?, ?, ?, 'running')",
                            arguments: [host, cdnURL, interval, at])
             return db.lastInsertedRowID
         }
@@ -491,6 +498,36 @@ public final class SnapshotStore: Sendable {
                 """, arguments: [run, o.at, o.source, o.status, o.sha256, o.canonicalSha256, o.age, o.cacheControl, o.xCache,
                                  o.failureReason, o.failureDetails, o.error, o.durationMs])
         }
+    }
+
+    public func endProbeRun(_ run: Int64, at: Double, state: String) throws {
+        try pool.write { db in
+            try db.execute(sql: "UPDATE probe_run SET endedAt = ?, state = ? WHERE id = ?", arguments: [at, state, run])
+        }
+    }
+
+    private static let probeRunColumns = """
+        id, host, cdnURL, interval, startedAt, endedAt, state,
+        (SELECT MAX(at) FROM probe_observation WHERE run = probe_run.id) AS lastObservedAt
+        """
+
+    private static func probeRun(_ row: Row) -> ProbeRun {
+        ProbeRun(id: row["id"], host: row["host"], cdnURL: row["cdnURL"], interval: row["interval"], startedAt: row["startedAt"],
+                 endedAt: row["endedAt"], state: row["state"], lastObservedAt: row["lastObservedAt"])
+    }
+
+    public func probeRunList(limit: Int) throws -> [ProbeRun] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT \(Self.probeRunColumns) FROM probe_run ORDER BY id DESC LIMIT ?", arguments: [limit])
+                .map(Self.probeRun)
+        }
+    }
+
+    public func probeRun(_ id: Int64) throws -> (ProbeRun, [ProbeRecord])? {
+        guard let run = try pool.read({ db in
+            try Row.fetchOne(db, sql: "SELECT \(Self.probeRunColumns) FROM probe_run WHERE id = ?", arguments: [id]).map(Self.probeRun)
+        }) else { return nil }
+        return (run, try probeObservations(run: id))
     }
 
     /// A run's observations in time order.

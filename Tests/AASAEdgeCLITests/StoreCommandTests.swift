@@ -23,7 +23,7 @@ import Testing
         let first = try Binary.run(["store", "migrate", "--store", url, "--json"])
         #expect(first.status == 0, "\(first.stderr)")
         let applied = try JSONReader.parse(first.stdout).objectValue?["applied"]?.arrayValue?.count
-        #expect(applied == 3, "v1, v2 (the change log watermark) and v3 (parent tier)")
+        #expect(applied == 4, "v1, v2 (the change log watermark), v3 (parent tier), v4 (probe run end)")
         let second = try Binary.run(["store", "migrate", "--store", url, "--json"])
         #expect(second.status == 0 && second.stdout.contains(#""applied":[]"#))
         let missingDatabase = try Binary.run(["store", "migrate", "--store", "postgres://postgres@127.0.0.1:\(try TestPostgres.server().port)/nope?sslmode=disable"])

@@ -170,4 +170,30 @@ import Testing
         #expect(await h.get("r1.test").version == 2)
         await h.edge.close()
     }
+
+    /// Behind a parent edge (tiers): the parent's Age counts against this edge's TTL (its copy is
+    /// as old as the parent says, here and after a restart), and the parent's X-Cache and Via
+    /// stay with the copy.
+    @Test(arguments: StoreKind.allCases)
+    func aParentsAgeCountsAgainstTheTTL(kind: StoreKind) async throws {
+        var h = try Harness(kind)
+        h.origin.set("t.test", .parentCopy(Self.body("/x"), age: 60, xCache: "hit-fresh", via: "1.1 top (aasa-edge/test)"))
+        guard case .copy(let snapshot, let age, .miss, _) = await h.edge.serve(try OriginHost("t.test")) else {
+            Issue.record("not a miss")
+            return
+        }
+        #expect(age == 60)
+        #expect(snapshot.upstream == UpstreamHeaders(xCache: "hit-fresh", via: "1.1 top (aasa-edge/test)"))
+        #expect(await h.get("t.test") == (.hitFresh, 1, "aasa-edge; hit; ttl=40"), "100 s TTL less the parent's 60 s")
+        await h.restart()
+        guard case .copy(let restored, let restoredAge, .hitFresh, _) = await h.edge.serve(try OriginHost("t.test")) else {
+            Issue.record("not a hit after the restart")
+            return
+        }
+        #expect(restoredAge == 60 && restored.upstream?.xCache == "hit-fresh")
+        h.clock.advance(40)
+        #expect(await h.get("t.test").outcome == .revalidated, "expired 40 s later: asked again")
+        #expect(h.origin.count("t.test") == 2)
+        await h.edge.close()
+    }
 }

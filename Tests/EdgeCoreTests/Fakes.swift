@@ -27,6 +27,7 @@ actor InMemoryStore: SnapshotStoring {
         var failure: StoredFailure?
         var purge = "none"
         var purgedAt: Double?
+        var upstream: UpstreamHeaders?
     }
 
     private var hostTable: [String: Host] = [:]
@@ -44,7 +45,7 @@ actor InMemoryStore: SnapshotStoring {
 
     private func stored(_ name: String, _ host: Host, _ snapshot: StoredSnapshot?) -> StoredHost {
         StoredHost(name: name, currentVersion: host.current, confirmedAt: host.confirmedAt, failure: host.failure, purge: host.purge,
-                   appIDs: snapshot?.appIDs ?? [])
+                   appIDs: snapshot?.appIDs ?? [], upstream: host.upstream)
     }
 
     func hosts() async throws -> [StoredHost] {
@@ -76,7 +77,7 @@ actor InMemoryStore: SnapshotStoring {
                                        lastConfirmedAt: fetch.at, valid: valid, diagnostics: diagnostics, appIDs: appIDs))
         }
         versionsByHost[name] = list
-        (host.current, host.confirmedAt, host.failure, host.purge) = (version, fetch.at, nil, "none")
+        (host.current, host.confirmedAt, host.failure, host.purge, host.upstream) = (version, fetch.confirmedAt, nil, "none", fetch.upstream)
         hostTable[name] = host
         let change: RecordedFetch.Change = previous == version ? .unchanged : .updated
         append(name, fetch, change.rawValue, nil, nil, version)
@@ -86,7 +87,7 @@ actor InMemoryStore: SnapshotStoring {
     func recordNotModified(host name: String, fetch: FetchRecord, startedAt: Double) async throws -> RecordedFetch {
         writes += 1
         var host = hostTable[name] ?? Host()
-        host.confirmedAt = fetch.at
+        host.confirmedAt = fetch.confirmedAt
         host.failure = nil
         if !(host.purgedAt.map { $0 > startedAt } ?? false) { host.purge = "none" }
         hostTable[name] = host
@@ -97,7 +98,7 @@ actor InMemoryStore: SnapshotStoring {
     func recordFailure(host name: String, reason: String, details: String, fetch: FetchRecord) async throws -> RecordedFetch {
         writes += 1
         var host = hostTable[name] ?? Host()
-        host.failure = StoredFailure(reason: reason, details: details, at: fetch.at)
+        host.failure = StoredFailure(reason: reason, details: details, at: fetch.confirmedAt, upstream: fetch.upstream)
         hostTable[name] = host
         append(name, fetch, "failed", reason, details, host.current)
         return RecordedFetch(change: .failed, version: host.current, previousVersion: host.current)
@@ -151,6 +152,31 @@ actor InMemoryStore: SnapshotStoring {
     func versionCount() async throws -> Int { versionsByHost.values.map(\.count).reduce(0, +) }
 
     func checkWritable(at: Double) async throws {}
+
+    private var probeRuns: [ProbeRun] = []
+    private var observations: [Int64: [ProbeRecord]] = [:]
+
+    func startProbeRun(host: String, cdnURL: String, interval: Double, at: Double) async throws -> Int64 {
+        let id = Int64(probeRuns.count + 1)
+        probeRuns.append(ProbeRun(id: id, host: host, cdnURL: cdnURL, interval: interval, startedAt: at, endedAt: nil, state: "running",
+                                  lastObservedAt: nil))
+        return id
+    }
+
+    func recordProbeObservation(run: Int64, _ observation: ProbeRecord) async throws { observations[run, default: []].append(observation) }
+
+    func endProbeRun(_ run: Int64, at: Double, state: String) async throws {
+        guard let index = probeRuns.firstIndex(where: { $0.id == run }) else { return }
+        let r = probeRuns[index]
+        probeRuns[index] = ProbeRun(id: r.id, host: r.host, cdnURL: r.cdnURL, interval: r.interval, startedAt: r.startedAt, endedAt: at,
+                                    state: state, lastObservedAt: observations[run]?.last?.at)
+    }
+
+    func probeRunList(limit: Int) async throws -> [ProbeRun] { Array(probeRuns.reversed().prefix(limit)) }
+
+    func probeRun(_ id: Int64) async throws -> (ProbeRun, [ProbeRecord])? {
+        probeRuns.first { $0.id == id }.map { ($0, observations[id] ?? []) }
+    }
 }
 
 /// An origin whose answers the test sets per host; counts fetches; a fetch can be held open
@@ -159,6 +185,8 @@ final class FakeOrigin: OriginFetching, @unchecked Sendable {
     enum Answer: Sendable {
         case body(String, etag: String?)
         case status(Int)
+        /// What a parent edge answers: a copy with its `Age`, `X-Cache` and `Via`.
+        case parentCopy(String, age: Double, xCache: String, via: String)
     }
 
     let timeout: Double
@@ -211,6 +239,10 @@ final class FakeOrigin: OriginFetching, @unchecked Sendable {
             let body = Array(text.utf8)
             return FetchResult(host: host, url: url, outcome: .fetched, status: 200, statusLine: "200 OK", etag: etag, body: body,
                                sha256: SHA256.hex(body))
+        case .parentCopy(let text, let age, let xCache, let via)?:
+            let body = Array(text.utf8)
+            return FetchResult(host: host, url: url, outcome: .fetched, status: 200, statusLine: "200 OK", body: body, sha256: SHA256.hex(body),
+                               upstream: UpstreamHeaders(xCache: xCache, via: via), upstreamAge: age)
         case .status(let code)?:
             let line = "\(code) Error"
             return FetchResult(host: host, url: url, outcome: .failed(OriginFailure(code: .badHTTPResponse, statusLine: line,

@@ -61,3 +61,87 @@ import Testing
         #expect(try runCLI(["probe", "a.lab.test", "--cdn-url", "ftp://x/{host}"]).0 == 2)
     }
 }
+
+/// Probes inside the server (`/admin/v1/probes…`): started, watched, listed, plotted and stopped
+/// over the admin API against the real binary; `aasa-edge probe` runs on the same store show up.
+@Suite(.serialized) struct ProbeRouteTests {
+    func body(_ host: String, cdnPort: Int, interval: Double, duration: Double, untilConverged: Bool) -> String {
+        #"{"host":"\#(host)","cdnURL":"http://127.0.0.1:\#(cdnPort)/a/v1/{host}","interval":\#(interval),"duration":\#(duration),"untilConverged":\#(untilConverged)}"#
+    }
+
+    @Test func aProbeStartedOverTheAPIMeasuresTheEdgeItself() throws {
+        let host = "probe-api.lab.test"
+        try origin.serve(host, body: aasaBody(path: "/before/*"))
+        let db = temporaryDB()
+        let edge = try startEdge(hosts: [host], db: db, extra: ["--ttl", "2"])
+        defer { edge.stop() }
+        let started = try edge.admin("POST", "/probes", body: body(host, cdnPort: edge.port, interval: 0.2, duration: 20, untilConverged: true))
+        #expect(started.status == 202, "\(started.text)")
+        let id = try #require(try json(started)["id"]?.numberInt)
+        #expect(started.headers["location"] == "/admin/v1/probes/\(id)")
+        #expect(try eventually(10) { try json(try edge.admin("GET", "/domains/\(host)"))["version"] == 1 })
+        try origin.serve(host, body: aasaBody(path: "/after/*"))
+        #expect(try eventually(15) { try json(try edge.admin("GET", "/probes/\(id)"))["state"] == .string("converged") })
+
+        let detail = try json(try edge.admin("GET", "/probes/\(id)"))
+        #expect(detail["host"] == .string(host) && detail["converged"] == .bool(true) && detail["endedAt"] != .null)
+        let changes = try #require(detail["changes"]?.arrayValue)
+        #expect(changes.count == 1)
+        if case .number(let delay)? = changes.first?.objectValue?["delaySeconds"] {
+            #expect(delay.doubleValue <= 2 + 0.8, "one TTL at most: \(delay.doubleValue) s")
+        } else {
+            Issue.record("no delay: \(detail)")
+        }
+        let observations = try #require(detail["observations"]?.arrayValue)
+        #expect(observations.count >= 3)
+        let last = try #require(observations.last?.objectValue)
+        #expect(last.keys == ["at", "originVersion", "cdnVersion", "originStatus", "cdnStatus"])
+        #expect(last["originVersion"] == last["cdnVersion"] && last["cdnStatus"]?.numberInt == 200)
+        #expect(observations.first?.objectValue?["originVersion"] != last["originVersion"], "the change shows in the versions")
+
+        let list = try #require(try json(try edge.admin("GET", "/probes"))["probes"]?.arrayValue)
+        let listed = try #require(list.first?.objectValue)
+        #expect(listed.keys == ["id", "host", "cdnURL", "startedAt", "endedAt", "state", "changes"])
+        #expect(listed["id"]?.numberInt == id && listed["state"] == .string("converged") && listed["changes"]?.numberInt == 1)
+        let plot = try edge.admin("GET", "/probes/\(id)/plot.svg")
+        #expect(plot.status == 200 && plot.headers["content-type"] == "image/svg+xml" && plot.text.hasPrefix("<svg") && plot.text.contains(host))
+        #expect(try edge.admin("DELETE", "/probes/\(id)").status == 409, "it has ended")
+        #expect(try edge.admin("GET", "/probes/999999").status == 404)
+
+        // A run of `aasa-edge probe` on the same store is listed too.
+        let (status, _) = try runCLI(["probe", host, "--cdn-url", "http://127.0.0.1:\(edge.port)/a/v1/{host}", "--duration", "0",
+                                      "--db", db, "--connect-to", origin.connectTo(host), "--ca-file", origin.caFile])
+        #expect(status == 0)
+        let after = try #require(try json(try edge.admin("GET", "/probes"))["probes"]?.arrayValue)
+        #expect(after.count == 2 && after.first?.objectValue?["state"] == .string("finished"))
+    }
+
+    @Test func atMostEightRunAndOneCanBeStopped() throws {
+        let host = "probe-limit.lab.test"
+        try origin.serve(host, body: aasaBody())
+        let edge = try startEdge(hosts: [host], extra: ["--allow-domain", "lab.test"])
+        defer { edge.stop() }
+        let long = body(host, cdnPort: edge.port, interval: 5, duration: 600, untilConverged: false)
+        var ids: [Int] = []
+        for _ in 0..<8 {
+            let started = try edge.admin("POST", "/probes", body: long)
+            #expect(started.status == 202)
+            if let id = try json(started)["id"]?.numberInt { ids.append(id) }
+        }
+        let ninth = try edge.admin("POST", "/probes", body: long)
+        #expect(ninth.status == 429 && ninth.headers["retry-after"] != nil && ninth.text.contains("8 probes"))
+        let stopping = try edge.admin("DELETE", "/probes/\(ids[0])")
+        #expect(stopping.status == 200 && stopping.text.contains("stopping"))
+        #expect(try eventually(10) { try json(try edge.admin("GET", "/probes/\(ids[0])"))["state"] == .string("stopped") })
+        #expect(try edge.admin("POST", "/probes", body: long).status == 202, "a slot is free again")
+        #expect(try edge.admin("GET", "/probes").text.contains(#""state":"running""#))
+
+        // What the API refuses.
+        for (bad, status) in [(#"{"host":"probe-limit.lab.test","interval":0.01}"#, 400), (#"{"host":"example.com"}"#, 403),
+                              (#"{"host":"probe-limit.lab.test","extra":1}"#, 400), (#"{"host":"probe-limit.lab.test","cdnURL":"ftp://x"}"#, 400),
+                              (#"{"host":"probe-limit.lab.test","duration":1e9}"#, 400), ("[]", 400)] {
+            #expect(try edge.admin("POST", "/probes", body: bad).status == status, "\(bad)")
+        }
+        #expect(try edge.admin("GET", "/probes", token: "wrong").status == 401)
+    }
+}

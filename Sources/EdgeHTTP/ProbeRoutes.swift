@@ -1,0 +1,188 @@
+import AASAEngine
+import EdgeCore
+import EdgeModel
+import Foundation
+import Hummingbird
+import PropagationAnalysis
+
+/// `/admin/v1/probes…`: the probe runs in the store (the server's own and `aasa-edge probe`'s),
+/// and probes run inside the server (at most `ProbeRunner.limit` at once).
+struct ProbeRoutes: Sendable {
+    let admin: AdminRoutes
+    let probes: ProbeRunner
+
+    /// Bounds of a probe started over the API: observations no closer than this, a run no longer
+    /// than a week.
+    static let minimumInterval = 0.2
+    static let maximumDuration = 604_800.0
+
+    func register(on group: RouterGroup<EdgeRequestContext>) {
+        group.get("/probes") { request, _ in
+            try admin.authorize(request)
+            let given = request.uri.queryParameters.get("limit")
+            guard let limit = given.map({ Int($0) }) ?? 100, (1...1000).contains(limit) else {
+                throw AdminError(.badRequest, "limit must be a number from 1 to 1000")
+            }
+            let runs = try await read { try await admin.edge.store.probeRunList(limit: limit) }
+            var items: [JSONValue] = []
+            for run in runs {
+                let records = try await read { try await admin.edge.store.probeRun(run.id)?.1 ?? [] }
+                items.append(summary(run, changes: ProbeAnalysis.changes(records).count))
+            }
+            return Response.json(.ok, .object(JSONObject([JSONMember("probes", .array(items))])))
+        }
+        group.post("/probes") { request, _ in
+            try admin.authorize(request)
+            try admin.requireStore()
+            let configuration = try await parseStart(request)
+            do {
+                let id = try await probes.start(configuration)
+                var response = Response.json(.accepted, .object(JSONObject([JSONMember("id", .number(JSONNumber(String(id))))])))
+                response.headers[.location] = "/admin/v1/probes/\(id)"
+                return response
+            } catch let error as ProbeRunner.StartError {
+                switch error {
+                case .busy(let limit):
+                    var response = Response.json(.tooManyRequests, .object(JSONObject([
+                        JSONMember("error", .string("\(limit) probes are running (the limit): stop one first")),
+                    ])))
+                    response.headers[.retryAfter] = "60"
+                    return response
+                case .store(let problem):
+                    throw AdminError(.serviceUnavailable, "the store did not record the probe: \(problem)")
+                }
+            }
+        }
+        group.get("/probes/:id") { request, context in
+            try admin.authorize(request)
+            let (run, records) = try await find(context)
+            let changes = ProbeAnalysis.changes(records)
+            // The `probe --json` object, its observation count replaced by the observations, then
+            // the run's own fields.
+            let report = ProbeAnalysis.json(host: run.host, cdnURL: run.cdnURL, observations: records.count, changes: changes).objectValue
+            var members = (report?.members ?? []).map { member in
+                member.key == "observations" ? JSONMember("observations", .array(Self.pairs(records).map(Self.observationJSON))) : member
+            }
+            let present = Set(members.map(\.key))
+            members += (summary(run, changes: changes.count).objectValue?.members ?? []).filter { !present.contains($0.key) }
+            return Response.json(.ok, .object(JSONObject(members)))
+        }
+        group.get("/probes/:id/plot.svg") { request, context in
+            try admin.authorize(request)
+            let (run, records) = try await find(context)
+            let svg = ProbePlot.svg(host: run.host, cdnURL: run.cdnURL, records: records, changes: ProbeAnalysis.changes(records))
+            return Response(status: .ok, headers: [.contentType: "image/svg+xml"], body: .init(byteBuffer: ByteBuffer(string: svg)))
+        }
+        group.delete("/probes/:id") { request, context in
+            try admin.authorize(request)
+            let (run, _) = try await find(context)
+            guard probes.stop(run.id) else {
+                throw AdminError(.conflict, "probe \(run.id) is not running in this server (\(state(run)))")
+            }
+            return Response.json(.ok, .object(JSONObject([
+                JSONMember("id", .number(JSONNumber(String(run.id)))), JSONMember("state", .string("stopping")),
+            ])))
+        }
+    }
+
+    /// `{"host","cdnURL","interval","duration","untilConverged"}`: the host inside
+    /// `--allow-domain`, the CDN URL an http(s) template (default Apple's), the bounds above.
+    func parseStart(_ request: Request) async throws -> ProbeConfiguration {
+        let body = try await request.body.collect(upTo: 64 << 10)
+        guard case .object(let object)? = try? JSONReader.parse(String(buffer: body)) else {
+            throw AdminError(.badRequest, #"the body must be a JSON object {"host","cdnURL","interval","duration","untilConverged"}"#)
+        }
+        let known: Set = ["host", "cdnURL", "interval", "duration", "untilConverged"]
+        if let unknown = object.keys.first(where: { !known.contains($0) }) {
+            throw AdminError(.badRequest, "unknown key '\(unknown)': the body has \(known.sorted().joined(separator: ", "))")
+        }
+        guard let hostText = object["host"]?.stringValue else { throw AdminError(.badRequest, "'host' (a string) is required") }
+        let host = try admin.allowedHost(hostText)
+        func number(_ key: String, default value: Double) throws -> Double {
+            guard let given = object[key] else { return value }
+            guard case .number(let n) = given, n.doubleValue.isFinite else {
+                throw AdminError(.badRequest, "'\(key)' must be a number of seconds")
+            }
+            return n.doubleValue
+        }
+        let interval = try number("interval", default: 60)
+        guard interval >= Self.minimumInterval else { throw AdminError(.badRequest, "'interval' must be at least \(Self.minimumInterval) s") }
+        let duration = try number("duration", default: 3600)
+        guard (0...Self.maximumDuration).contains(duration) else {
+            throw AdminError(.badRequest, "'duration' must be 0 to \(Int(Self.maximumDuration)) s")
+        }
+        var untilConverged = false
+        if let given = object["untilConverged"] {
+            guard case .bool(let flag) = given else { throw AdminError(.badRequest, "'untilConverged' must be true or false") }
+            untilConverged = flag
+        }
+        let template = object["cdnURL"].map { $0.stringValue } ?? ProbeConfiguration.appleCDNTemplate
+        guard let template, template.hasPrefix("http://") || template.hasPrefix("https://"), template.utf8.count <= 2048,
+              template.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            throw AdminError(.badRequest, "'cdnURL' must be an http:// or https:// URL template of printable ASCII ({host} is replaced)")
+        }
+        return ProbeConfiguration(host: host, cdnTemplate: template, interval: interval, duration: duration, untilConverged: untilConverged)
+    }
+
+    func find(_ context: EdgeRequestContext) async throws -> (ProbeRun, [ProbeRecord]) {
+        guard let id = context.parameters.get("id").flatMap({ Int64($0) }) else { throw AdminError(.badRequest, "the probe id must be a number") }
+        guard let found = try await read({ try await admin.edge.store.probeRun(id) }) else { throw AdminError(.notFound, "unknown probe \(id)") }
+        return found
+    }
+
+    func read<T>(_ body: () async throws -> T) async throws -> T {
+        do { return try await body() } catch { throw AdminError(.internalServerError, "the store could not be read: \(error)") }
+    }
+
+    /// A run's state as a reader wants it: `running` while it runs here (or, when another process
+    /// records it, while its observations keep coming), `interrupted` when it stopped without
+    /// saying so; else how it ended.
+    func state(_ run: ProbeRun) -> String {
+        guard run.state == "running" else { return run.state }
+        if probes.isRunning(run.id) { return "running" }
+        let last = run.lastObservedAt ?? run.startedAt
+        return Date().timeIntervalSince1970 - last < 2 * run.interval + 30 ? "running" : "interrupted"
+    }
+
+    func summary(_ run: ProbeRun, changes: Int) -> JSONValue {
+        func time(_ t: Double?) -> JSONValue { t.map { .string(RFC3339.milliseconds($0)) } ?? .null }
+        return .object(JSONObject([
+            JSONMember("id", .number(JSONNumber(String(run.id)))), JSONMember("host", .string(run.host)),
+            JSONMember("cdnURL", .string(run.cdnURL)), JSONMember("startedAt", time(run.startedAt)), JSONMember("endedAt", time(run.endedAt)),
+            JSONMember("state", .string(state(run))), JSONMember("changes", .number(JSONNumber(String(changes)))),
+        ]))
+    }
+
+    /// Observations paired by tick: a tick's origin and CDN requests start together, so either may
+    /// come first in time order; each pair is the next one of each source.
+    static func pairs(_ records: [ProbeRecord]) -> [(origin: ProbeRecord, cdn: ProbeRecord?)] {
+        var pairs: [(origin: ProbeRecord, cdn: ProbeRecord?)] = []
+        var waitingCDN: ProbeRecord?
+        for record in records {
+            if record.source == "origin" {
+                pairs.append((record, waitingCDN))
+                waitingCDN = nil
+            } else if let last = pairs.indices.last, pairs[last].cdn == nil {
+                pairs[last].cdn = record
+            } else {
+                waitingCDN = record
+            }
+        }
+        return pairs
+    }
+
+    /// `{"at","originVersion","cdnVersion","originStatus","cdnStatus"}`: a version is the first 10
+    /// hex digits of a 200's SHA-256 (what `probe` prints), null for anything else.
+    static func observationJSON(_ pair: (origin: ProbeRecord, cdn: ProbeRecord?)) -> JSONValue {
+        func version(_ r: ProbeRecord?) -> JSONValue {
+            guard let r, r.status == 200, let sha = r.sha256 else { return .null }
+            return .string(String(sha.prefix(10)))
+        }
+        func status(_ r: ProbeRecord?) -> JSONValue { r?.status.map { .number(JSONNumber(String($0))) } ?? .null }
+        return .object(JSONObject([
+            JSONMember("at", .string(RFC3339.milliseconds(pair.origin.at))), JSONMember("originVersion", version(pair.origin)),
+            JSONMember("cdnVersion", version(pair.cdn)), JSONMember("originStatus", status(pair.origin)),
+            JSONMember("cdnStatus", status(pair.cdn)),
+        ]))
+    }
+}
