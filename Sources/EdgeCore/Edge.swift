@@ -216,7 +216,7 @@ public final class Edge: Sendable {
     let waiters = ChangeWaiters()
     /// Writes that wait for a shared store to come back.
     let pending: PendingWrites
-    let startedAt: Double
+    public let startedAt: Double
     private let background = Locked<[Task<Void, Never>]>([])
 
     public init(configuration: EdgeConfiguration, store: any SnapshotStoring, fetcher: any OriginFetching,

@@ -96,6 +96,15 @@ extension Edge {
     /// Whether the store is shared with other edges (PostgreSQL).
     public var isShared: Bool { shared != nil }
 
+    /// Hosts whose entries are in memory now.
+    public var hostsInMemory: Int { entries.withLock { $0.entries.count } }
+
+    /// `--origin-timeout`.
+    public var originTimeout: Double { fetcher.timeout }
+
+    /// `--parent`: the edge this one fills its cache from (tiers), or nil.
+    public var parentURL: String? { (fetcher as? ParentEdge)?.base }
+
     /// `/admin/v1/nodes`: every edge seen in the last 60 s (this one alone on an embedded store).
     public func nodes() async throws -> [NodeStatus] {
         let now = clock.now()

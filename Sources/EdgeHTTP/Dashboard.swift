@@ -7,21 +7,32 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 
-/// The read-only HTML dashboard: hosts with their state, and per host the stored versions, diffs,
-/// the fetch log and the propagation timeline. Plain server-rendered HTML and inline SVG, no
-/// JavaScript.
+/// The HTML dashboard: hosts with their state and the edge's request and fetch rates, per host the
+/// stored versions, diffs, the fetch log and the propagation timeline, with refetch, purge and
+/// release forms (`DashboardActions.swift`), probe runs (`DashboardProbes.swift`) and the settings.
+/// Plain server-rendered HTML and inline SVG, no JavaScript; lists and running probes refresh
+/// themselves (a meta refresh every few seconds, which `?live=off` turns off).
 ///
 /// Access uses the admin token through a login form: a correct token opens a server-side session
 /// (a random id in an HttpOnly, SameSite=Strict cookie, valid 12 hours, revoked at sign-out), so
 /// the cookie opens the dashboard only, never the admin API (which takes the bearer token alone),
 /// and the token itself never appears in a URL, a log or a cookie. Each session has a random
-/// CSRF token that every state-changing form (sign-out) must carry.
+/// CSRF token that every state-changing form (actions, sign-out) must carry.
 struct DashboardRoutes: Sendable {
     let edge: Edge
     let token: String
     let sessions = DashboardSessions()
     /// Served over HTTPS: the session cookie is `Secure`.
     var secure = false
+    /// The server's own probes, when it runs them.
+    var probes: ProbeRunner? = nil
+    /// The Prometheus text of `/metrics`: the request and fetch figures on the home page are read
+    /// from it (one source of numbers, no second count on the hot path).
+    var metricsText: (@Sendable () -> [UInt8])? = nil
+    let rates = RateSampler()
+
+    /// Seconds between a live page's refreshes.
+    static let refreshSeconds = 5
 
     static let cookieName = "aasa_edge_session"
 
@@ -31,7 +42,9 @@ struct DashboardRoutes: Sendable {
             let query = request.uri.queryParameters
             let text = query.get("q").map { String($0.prefix(256)).lowercased() }.flatMap { $0.isEmpty ? nil : $0 }
             let state = query.get("state").flatMap { Self.states.contains($0) ? $0 : nil }
-            return page("aasa-edge", await hostsPage(after: query.get("after").map { String($0) }, query: text, state: state), session: session)
+            let live = Self.isLive(request)
+            let body = statsBox() + (await hostsPage(after: query.get("after").map { String($0) }, query: text, state: state))
+            return page("aasa-edge", Self.liveSwitch(request, live: live) + body, session: session, refresh: live ? Self.refreshSeconds : nil)
         }
         router.get("/login") { request, _ in
             session(request) != nil ? Self.redirect("/") : page("Sign in · aasa-edge", Self.loginForm(error: nil), session: nil)
@@ -68,7 +81,9 @@ struct DashboardRoutes: Sendable {
             guard let status = await edge.domain(host) else {
                 return page("Unknown host", "<p>No such host: \(Self.escape(host.description))</p>", status: .notFound, session: session)
             }
-            return page(host.description, try await hostPage(host, status), session: session)
+            let live = Self.isLive(request)
+            let body = Self.liveSwitch(request, live: live) + (try await hostPage(host, status, session: session))
+            return page(host.description, body, session: session, refresh: live ? Self.refreshSeconds : nil)
         }
         router.get("/dashboard/hosts/:host/versions/:version") { request, context in
             guard let session = session(request) else { return Self.redirect("/login") }
@@ -106,6 +121,8 @@ struct DashboardRoutes: Sendable {
                 <pre>\(Self.escape(body))</pre>
                 """, session: session)
         }
+        registerActions(on: router)
+        registerProbes(on: router)
     }
 
     /// The live session the request's cookie names, if any.
@@ -176,7 +193,7 @@ struct DashboardRoutes: Sendable {
 
         """
 
-    func hostPage(_ host: OriginHost, _ status: DomainStatus) async throws -> String {
+    func hostPage(_ host: OriginHost, _ status: DomainStatus, session: DashboardSessions.Session) async throws -> String {
         let now = Date().timeIntervalSince1970
         let key = host.description
         let store = edge.store
@@ -194,7 +211,7 @@ struct DashboardRoutes: Sendable {
         if let failure = status.lastFailure {
             html += "<tr><th>last failure</th><td>\(Self.escape(failure.reason)) <small>\(Self.time(failure.at))</small><br><code>\(Self.escape(failure.details))</code></td></tr>\n"
         }
-        html += "</table>\n"
+        html += "</table>\n" + actionForms(host, session: session)
 
         html += "<h3>Versions (\(snapshots.count))</h3>\n<table>\n<thead><tr><th>version</th><th>size</th><th>sha256</th><th>first fetched</th><th>last confirmed</th><th>valid</th><th>diff</th></tr></thead>\n<tbody>\n"
         for (index, s) in snapshots.enumerated() {
@@ -232,7 +249,8 @@ struct DashboardRoutes: Sendable {
 
     // MARK: helpers
 
-    func page(_ title: String, _ body: String, status: HTTPResponse.Status = .ok, session: DashboardSessions.Session?) -> Response {
+    func page(_ title: String, _ body: String, status: HTTPResponse.Status = .ok, session: DashboardSessions.Session?,
+              refresh: Int? = nil) -> Response {
         let signOut = session.map {
             "<form method=\"post\" action=\"/logout\"><input type=\"hidden\" name=\"csrf\" value=\"\($0.csrf)\"><button>Sign out</button></form>"
         } ?? ""
@@ -242,7 +260,7 @@ struct DashboardRoutes: Sendable {
             <head>
             <meta charset="utf-8">
             <meta name="viewport" content="width=device-width, initial-scale=1">
-            <title>\(Self.escape(title))</title>
+            <title>\(Self.escape(title))</title>\(refresh.map { "\n<meta http-equiv=\"refresh\" content=\"\($0)\">" } ?? "")
             <style>
             body { font-family: system-ui, sans-serif; margin: 1.5rem; color: #222; }
             header { display: flex; justify-content: space-between; align-items: center; border-bottom: 1px solid #ccc; margin-bottom: 1rem; }
@@ -252,12 +270,15 @@ struct DashboardRoutes: Sendable {
             pre { background: #f7f7f7; padding: 0.8rem; overflow: auto; max-width: 100%; white-space: pre-wrap; }
             .state-fresh, .outcome-updated { color: #1b7a2e; } .state-stale { color: #8a5a00; }
             .state-failing, .outcome-failed { color: #b3261e; } .state-purged { color: #5f5f5f; }
-            .key span { margin-right: 1rem; }
+            .key span { margin-right: 1rem; } nav a { margin-right: 1rem; } .live { float: right; font-size: 0.85em; color: #555; }
+            .actions form { display: inline-block; margin: 0 0.5rem 1rem 0; } .result { background: #eef6ee; padding: 0.6rem 0.8rem; }
+            .stats { display: flex; flex-wrap: wrap; gap: 0.4rem 1.6rem; background: #f7f7f7; padding: 0.6rem 0.8rem; margin-bottom: 1rem; }
+            .stats b { font-size: 1.1em; } label { display: block; margin: 0.4rem 0; } textarea { width: 32rem; max-width: 100%; }
             .error { color: #b3261e; } svg { max-width: 100%; height: auto; }
             </style>
             </head>
             <body>
-            <header><h1><a href="/">aasa-edge</a></h1>\(signOut)</header>
+            <header><h1><a href="/">aasa-edge</a></h1>\(session == nil ? "" : Self.navigation)\(signOut)</header>
             <main>
             \(body)
             </main>

@@ -64,7 +64,7 @@ public enum EdgeServer {
         let adminGroup = router.group("/admin/v1")
         admin.register(on: adminGroup)
         if let probes { ProbeRoutes(admin: admin, probes: probes).register(on: adminGroup) }
-        DashboardRoutes(edge: edge, token: adminToken, secure: tls != nil).register(on: router)
+        DashboardRoutes(edge: edge, token: adminToken, secure: tls != nil, probes: probes, metricsText: metricsText).register(on: router)
         let http1 = HTTPServerBuilder.http1(configuration: .init(additionalChannelHandlers: [
             RequestTracker(edge: edge, cache: hitCache, clientTimeout: idle, limit: connections),
         ]))

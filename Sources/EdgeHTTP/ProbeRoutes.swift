@@ -97,27 +97,41 @@ struct ProbeRoutes: Sendable {
             throw AdminError(.badRequest, "unknown key '\(unknown)': the body has \(known.sorted().joined(separator: ", "))")
         }
         guard let hostText = object["host"]?.stringValue else { throw AdminError(.badRequest, "'host' (a string) is required") }
-        let host = try admin.allowedHost(hostText)
-        func number(_ key: String, default value: Double) throws -> Double {
-            guard let given = object[key] else { return value }
+        func number(_ key: String) throws -> Double? {
+            guard let given = object[key] else { return nil }
             guard case .number(let n) = given, n.doubleValue.isFinite else {
                 throw AdminError(.badRequest, "'\(key)' must be a number of seconds")
             }
             return n.doubleValue
-        }
-        let interval = try number("interval", default: 60)
-        guard interval >= Self.minimumInterval else { throw AdminError(.badRequest, "'interval' must be at least \(Self.minimumInterval) s") }
-        let duration = try number("duration", default: 3600)
-        guard (0...Self.maximumDuration).contains(duration) else {
-            throw AdminError(.badRequest, "'duration' must be 0 to \(Int(Self.maximumDuration)) s")
         }
         var untilConverged = false
         if let given = object["untilConverged"] {
             guard case .bool(let flag) = given else { throw AdminError(.badRequest, "'untilConverged' must be true or false") }
             untilConverged = flag
         }
-        let template = object["cdnURL"].map { $0.stringValue } ?? ProbeConfiguration.appleCDNTemplate
-        guard let template, template.hasPrefix("http://") || template.hasPrefix("https://"), template.utf8.count <= 2048,
+        var cdnURL: String?
+        if let given = object["cdnURL"] {
+            guard let text = given.stringValue else { throw AdminError(.badRequest, "'cdnURL' must be a string") }
+            cdnURL = text
+        }
+        return try configuration(host: hostText, cdnURL: cdnURL, interval: try number("interval"), duration: try number("duration"),
+                                 untilConverged: untilConverged)
+    }
+
+    /// A probe's settings from the API or the dashboard's form, checked: the host inside
+    /// `--allow-domain`, the CDN URL an http(s) template of printable ASCII (default Apple's),
+    /// the interval and duration within the bounds above (defaults 60 s and 3600 s).
+    func configuration(host hostText: String, cdnURL: String?, interval: Double?, duration: Double?, untilConverged: Bool) throws
+        -> ProbeConfiguration {
+        let host = try admin.allowedHost(hostText)
+        let interval = interval ?? 60
+        guard interval >= Self.minimumInterval else { throw AdminError(.badRequest, "'interval' must be at least \(Self.minimumInterval) s") }
+        let duration = duration ?? 3600
+        guard (0...Self.maximumDuration).contains(duration) else {
+            throw AdminError(.badRequest, "'duration' must be 0 to \(Int(Self.maximumDuration)) s")
+        }
+        let template = cdnURL ?? ProbeConfiguration.appleCDNTemplate
+        guard template.hasPrefix("http://") || template.hasPrefix("https://"), template.utf8.count <= 2048,
               template.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
             throw AdminError(.badRequest, "'cdnURL' must be an http:// or https:// URL template of printable ASCII ({host} is replaced)")
         }

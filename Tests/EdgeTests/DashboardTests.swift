@@ -144,3 +144,104 @@ import Testing
         #expect(try edge.get("/healthz").status == 200)
     }
 }
+
+/// The dashboard as a place to operate from: refetch, purges (a hard one confirmed first),
+/// release, probes started and stopped, pages that refresh themselves, figures and settings. HTML
+/// checks through the real binary (no browser on the test machines).
+@Suite(.serialized) struct DashboardOperationTests {
+    struct Signed {
+        let edge: EdgeProcess
+        let cookie: [String: String]
+
+        init(_ edge: EdgeProcess) throws {
+            self.edge = edge
+            let login = try TestHTTP.request(port: edge.port, method: "POST", path: "/login",
+                                             headers: ["Content-Type": "application/x-www-form-urlencoded"], body: "token=\(edge.adminToken)")
+            cookie = ["Cookie": try #require(login["set-cookie"]?.split(separator: ";").first.map(String.init))]
+        }
+
+        func get(_ path: String) throws -> TestHTTP.Response { try edge.get(path, headers: cookie) }
+
+        /// The CSRF token of the session (every signed-in page carries it in the sign-out form).
+        func csrf() throws -> String {
+            let page = try get("/").text
+            return try #require(page.range(of: #"name="csrf" value="[0-9a-f]+""#, options: .regularExpression)
+                .map { String(page[$0].dropFirst(#"name="csrf" value=""#.count).dropLast()) })
+        }
+
+        func post(_ path: String, _ fields: [String: String], csrf: String? = nil) throws -> TestHTTP.Response {
+            var all = fields
+            all["csrf"] = try csrf ?? self.csrf()
+            let body = all.map { "\($0.key)=\($0.value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" }.joined(separator: "&")
+            return try TestHTTP.request(port: edge.port, method: "POST", path: path,
+                                        headers: cookie.merging(["Content-Type": "application/x-www-form-urlencoded"]) { a, _ in a }, body: body)
+        }
+    }
+
+    @Test func refetchPurgesAndReleaseFromTheDashboard() throws {
+        let host = "ops.lab.test"
+        try origin.serve(host, body: aasaBody("ABCDE12345.com.example.ops", path: "/one/*"))
+        let edge = try startEdge(hosts: [host])
+        defer { edge.stop() }
+        #expect(try edge.get("/a/v1/\(host)").status == 200)
+        let d = try Signed(edge)
+
+        let page = try d.get("/dashboard/hosts/\(host)").text
+        #expect(MarkupCheck.isBalanced(page))
+        for action in ["refetch", "purge"] { #expect(page.contains("action=\"/dashboard/hosts/\(host)/\(action)\"")) }
+        #expect(page.contains(#"<meta http-equiv="refresh" content="5">"#) && page.contains("live=off"))
+        #expect(!(try d.get("/dashboard/hosts/\(host)?live=off").text.contains("http-equiv=\"refresh\"")))
+
+        // Refetch: the origin changed, the result says so.
+        try origin.serve(host, body: aasaBody("ABCDE12345.com.example.ops", path: "/two/*"))
+        let refetched = try d.post("/dashboard/hosts/\(host)/refetch", [:])
+        #expect(refetched.status == 200 && refetched.text.contains("updated, now version 2 (was 1)"), "\(refetched.text)")
+        #expect(try d.post("/dashboard/hosts/\(host)/refetch", [:], csrf: "forged").status == 403, "no CSRF token, no action")
+
+        // A soft purge at once; a hard purge asks first.
+        let soft = try d.post("/dashboard/hosts/\(host)/purge", ["mode": "soft"])
+        #expect(soft.status == 200 && soft.text.contains("Soft purge"))
+        let ask = try d.post("/dashboard/hosts/\(host)/purge", ["mode": "hard"])
+        #expect(ask.status == 200 && ask.text.contains("name=\"confirm\" value=\"yes\"") && MarkupCheck.isBalanced(ask.text))
+        #expect(try edge.get("/a/v1/\(host)").headers["x-cache"] == "hit-stale", "not purged hard before the confirmation")
+        let hard = try d.post("/dashboard/hosts/\(host)/purge", ["mode": "hard", "confirm": "yes"])
+        #expect(hard.status == 200 && hard.text.contains("Hard purge"))
+        #expect(try json(try edge.admin("GET", "/domains/\(host)"))["state"] == .string("purged"))
+
+        // Release by app ID.
+        #expect(try d.get("/dashboard/release").text.contains("name=\"appIDs\""))
+        let release = try d.post("/dashboard/release", ["appIDs": "ABCDE12345.com.example.ops", "domains": ""])
+        #expect(release.status == 200 && release.text.contains("Refetched 1 host(s)") && release.text.contains(host), "\(release.text)")
+        #expect(try d.post("/dashboard/release", ["appIDs": "", "domains": "not a host"]).status == 400)
+
+        // Figures and settings.
+        let home = try d.get("/").text
+        #expect(home.contains("hit ratio") && home.contains("requests/s") && home.contains("origin fetches"))
+        let settings = try d.get("/dashboard/settings").text
+        #expect(settings.contains("--ttl") && settings.contains("3600 s") && MarkupCheck.isBalanced(settings))
+    }
+
+    @Test func probesAreStartedWatchedAndStoppedFromTheDashboard() throws {
+        let host = "ops-probe.lab.test"
+        try origin.serve(host, body: aasaBody())
+        let edge = try startEdge(hosts: [host])
+        defer { edge.stop() }
+        let d = try Signed(edge)
+        let list = try d.get("/dashboard/probes").text
+        #expect(list.contains("Start a probe") && MarkupCheck.isBalanced(list))
+        let started = try d.post("/dashboard/probes", ["host": host, "cdnURL": "http://127.0.0.1:\(edge.port)/a/v1/{host}",
+                                                       "interval": "0.5", "duration": "600"])
+        #expect(started.status == 303)
+        let location = try #require(started["location"])
+        #expect(location.hasPrefix("/dashboard/probes/"))
+        #expect(try eventually(10) { try d.get(location).text.contains("200 <code>") })
+        let running = try d.get(location).text
+        #expect(running.contains("<svg") && running.contains("Stop this probe") && running.contains("http-equiv=\"refresh\""))
+        #expect(MarkupCheck.isBalanced(running))
+        #expect(try d.post(location + "/stop", [:]).status == 303)
+        #expect(try eventually(10) { try d.get(location).text.contains("probe-stopped") })
+        #expect(try d.post(location + "/stop", [:]).status == 409)
+        let bad = try d.post("/dashboard/probes", ["host": host, "interval": "0.01", "duration": "60"])
+        #expect(bad.status == 400 && bad.text.contains("interval") && bad.text.contains("value=\"\(host)\""), "the form comes back filled in")
+    }
+}
