@@ -113,6 +113,11 @@ public struct HostCache: Sendable, Equatable {
     }
 
     /// The admin view: `purged`, `failing`, `stale` or `fresh`.
+    /// The admin view's `serving`: what a client asking now is given.
+    public func serving(now: Double, configuration: CacheConfiguration) -> String {
+        Policy.serving(state, now: now, configuration: configuration)
+    }
+
     public func adminState(now: Double, configuration: CacheConfiguration) -> String {
         Policy.adminState(state, now: now, configuration: configuration)
     }

@@ -132,6 +132,19 @@ public enum Policy {
         max(0, Int((now - time).rounded(.down)))
     }
 
+    /// What a client asking now is given (the admin view's `serving`): `fresh` (the copy within
+    /// its TTL), `stale` (a kept copy: soft-purged, within stale-while-revalidate or
+    /// stale-if-error, or past its TTL and refreshed before it is served again), `failure` (the
+    /// 404 failure form), `none` (no copy and no cached failure: purged, not fetched again).
+    public static func serving(_ state: CacheState, now: Double, configuration c: CacheConfiguration) -> String {
+        switch decide(state, now: now, configuration: c) {
+        case .serveCopy(.hitFresh, _): return "fresh"
+        case .serveCopy: return "stale"
+        case .serveFailure: return "failure"
+        case .fetch: return state.hasCopy ? "stale" : "none"
+        }
+    }
+
     /// The admin view of a host: `purged`, `failing`, `stale` or `fresh`, by that precedence.
     public static func adminState(_ state: CacheState, now: Double, configuration c: CacheConfiguration) -> String {
         if state.purge != .none { return "purged" }

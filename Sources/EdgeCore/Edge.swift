@@ -764,6 +764,7 @@ public final class Edge: Sendable {
     private func status(_ name: String, _ entry: HostEntry, now: Double) -> DomainStatus {
         let confirmed = entry.cache.state.copyConfirmedAt
         return DomainStatus(domain: name, state: entry.cache.adminState(now: now, configuration: cache),
+                            serving: entry.cache.serving(now: now, configuration: cache),
                             version: entry.snapshot?.version ?? entry.storedVersion, fetchedAt: confirmed,
                             expiresAt: confirmed.map { $0 + cache.ttl }, lastFailure: entry.failure,
                             appIDs: entry.snapshot?.appIDs, diagnostics: entry.snapshot?.diagnostics)
@@ -773,6 +774,8 @@ public final class Edge: Sendable {
 public struct DomainStatus: Sendable {
     public let domain: String
     public let state: String
+    /// What a client asking now is given: `fresh`, `stale`, `failure` or `none`.
+    public let serving: String
     public let version: Int?
     public let fetchedAt: Double?
     public let expiresAt: Double?
@@ -786,6 +789,7 @@ public struct DomainStatus: Sendable {
         var members = [
             JSONMember("domain", .string(domain)),
             JSONMember("state", .string(state)),
+            JSONMember("serving", .string(serving)),
             JSONMember("version", version.map { .number(JSONNumber(String($0))) } ?? .null),
             JSONMember("fetchedAt", time(fetchedAt)),
             JSONMember("expiresAt", time(expiresAt)),

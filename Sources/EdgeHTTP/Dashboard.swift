@@ -150,7 +150,7 @@ struct DashboardRoutes: Sendable {
         for d in domains {
             let link = "/dashboard/hosts/\(Self.escape(Self.pathSegment(d.domain)))"
             rows += "<tr><td><a href=\"\(link)\">\(Self.escape(d.domain))</a></td>"
-            rows += "<td class=\"state-\(Self.escape(d.state))\">\(Self.escape(d.state))</td>"
+            rows += "<td class=\"state-\(Self.escape(d.state))\">\(Self.escape(d.state))</td><td>\(Self.serving(d))</td>"
             rows += "<td>\(d.version.map(String.init) ?? "–")</td>"
             rows += "<td>\(d.fetchedAt.map { Self.duration(now - $0) } ?? "–")</td>"
             rows += "<td>\(d.expiresAt.map { $0 > now ? Self.duration($0 - now) : "expired" } ?? "–")</td>"
@@ -177,13 +177,22 @@ struct DashboardRoutes: Sendable {
             + (next.map { "<a href=\"\(link(after: $0))\" rel=\"next\">next \(Self.pageSize) →</a>" } ?? "")
         let table = domains.isEmpty ? empty : """
             <table>
-            <thead><tr><th>host</th><th>state</th><th>version</th><th>age</th><th>TTL left</th><th>last failure</th></tr></thead>
+            <thead><tr><th>host</th><th>state</th><th>serving</th><th>version</th><th>age</th><th>TTL left</th><th>last failure</th></tr></thead>
             <tbody>
             \(rows)</tbody>
             </table>
             """
         let heading = "<h2>Hosts\(after == nil && next == nil ? " (\(domains.count))" : "")</h2>\n"
         return heading + Self.stateKey + filter + table + (pager.isEmpty ? "" : "\n<p class=\"pager\">\(pager)</p>\n")
+    }
+
+    /// What clients get now, in words: `serving v3 (stale)`, `serving the failure`, `serving nothing`.
+    static func serving(_ d: DomainStatus) -> String {
+        switch d.serving {
+        case "fresh", "stale": return "serving " + (d.version.map { "v\($0)" } ?? "a copy") + (d.serving == "stale" ? " (stale)" : "")
+        case "failure": return "serving the failure"
+        default: return "serving nothing"
+        }
     }
 
     /// One colour and one word per state, everywhere on the dashboard.
@@ -203,7 +212,7 @@ struct DashboardRoutes: Sendable {
         let base = "/dashboard/hosts/\(Self.escape(Self.pathSegment(key)))"
 
         var html = Self.back(nil) + "<h2>\(Self.escape(key))</h2>\n<table class=\"facts\">\n"
-        html += "<tr><th>state</th><td class=\"state-\(Self.escape(status.state))\">\(Self.escape(status.state))</td></tr>\n"
+        html += "<tr><th>state</th><td class=\"state-\(Self.escape(status.state))\">\(Self.escape(status.state)) · \(Self.serving(status))</td></tr>\n"
         html += "<tr><th>version</th><td>\(status.version.map(String.init) ?? "–")</td></tr>\n"
         html += "<tr><th>fetched</th><td>\(status.fetchedAt.map { Self.time($0) + " (" + Self.duration(now - $0) + " ago)" } ?? "–")</td></tr>\n"
         html += "<tr><th>expires</th><td>\(status.expiresAt.map { Self.time($0) + ($0 > now ? " (in " + Self.duration($0 - now) + ")" : " (expired)") } ?? "–")</td></tr>\n"

@@ -66,4 +66,18 @@ import Testing
         #expect(Policy.adminState(CacheState(copyConfirmedAt: 1000), now: 1050, configuration: c) == "fresh")
         #expect(Policy.adminState(CacheState(), now: 0, configuration: c) == "stale")
     }
+
+    /// `serving` beside `state`: a failing host may still serve its copy ("failing · serving v3 (stale)").
+    @Test func servingSaysWhatAClientGetsNow() {
+        #expect(Policy.serving(CacheState(copyConfirmedAt: 1000), now: 1050, configuration: c) == "fresh")
+        let failing = CacheState(copyConfirmedAt: 1000, failedAt: 1150)
+        #expect(Policy.adminState(failing, now: 1160, configuration: c) == "failing")
+        #expect(Policy.serving(failing, now: 1160, configuration: c) == "stale", "within stale-if-error")
+        #expect(Policy.serving(CacheState(copyConfirmedAt: 1000, failedAt: 2150), now: 2160, configuration: c) == "failure",
+                "past stale-if-error the failure form")
+        #expect(Policy.serving(CacheState(copyConfirmedAt: 1000, purge: .soft), now: 1010, configuration: c) == "stale")
+        #expect(Policy.serving(CacheState(copyConfirmedAt: 1000, purge: .hard), now: 1010, configuration: c) == "none")
+        #expect(Policy.serving(CacheState(failedAt: 10), now: 20, configuration: c) == "failure")
+        #expect(Policy.serving(CacheState(copyConfirmedAt: 1000), now: 1200, configuration: c) == "stale", "expired, refreshed before it is served")
+    }
 }

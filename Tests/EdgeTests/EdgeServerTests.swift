@@ -418,7 +418,7 @@ func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) rethrows
         #expect(try edge.admin("POST", "/releases", body: #"{"domains":["127.0.0.1"]}"#).status == 400)
         let listing = try #require(try json(try edge.admin("GET", "/domains"))["domains"]?.arrayValue)
         #expect(listing.count == 4)
-        #expect(listing.first?.objectValue?.keys == ["domain", "state", "version", "fetchedAt", "expiresAt", "lastFailure"])
+        #expect(listing.first?.objectValue?.keys == ["domain", "state", "serving", "version", "fetchedAt", "expiresAt", "lastFailure"])
     }
 }
 
