@@ -13,7 +13,7 @@ SHARED := ../shared/conformance
 EXAMPLE := examples/apple-overview.json
 EXAMPLE_APP := ABCDE12345.com.example.app
 
-.PHONY: all deps test-deps build release test run demo conformance bench deploy-check admin-api-check reliability reliability-quick clean
+.PHONY: all deps test-deps build release test run demo conformance bench deploy-check admin-api-check readme-check reliability reliability-quick clean
 
 all: build
 
@@ -58,10 +58,11 @@ test: test-deps
 	@$(MAKE) --no-print-directory deploy-check 2>&1 | tee $(LOGS)/deploy-check.log
 	@$(MAKE) --no-print-directory admin-api-check 2>&1 | tee $(LOGS)/admin-api-check.log
 	@$(MAKE) --no-print-directory reliability-quick 2>&1 | tee $(LOGS)/reliability-quick.log
+	@$(MAKE) --no-print-directory readme-check 2>&1 | tee $(LOGS)/readme-check.log
 	@echo; echo "== make test: every part passed =="
 	@grep -h -E "Test run with [0-9]+ tests? .*passed" $(LOGS)/swift-test.log | tail -1 | sed 's/^/  swift test: /'
 	@tail -n 1 $(LOGS)/conformance.log | sed 's/^/  /'
-	@grep -h -E "^(deploy-check|admin-api-check|crash|soak|fuzz [a-z-]+): " $(LOGS)/deploy-check.log $(LOGS)/admin-api-check.log $(LOGS)/reliability-quick.log | tail -n 8 | sed 's/^/  /'
+	@grep -h -E "^(deploy-check|admin-api-check|crash|soak|fuzz [a-z-]+|readme-check): " $(LOGS)/deploy-check.log $(LOGS)/admin-api-check.log $(LOGS)/reliability-quick.log $(LOGS)/readme-check.log | tail -n 9 | sed 's/^/  /'
 
 # The short reliability runs (part of make test): 3 kill -9 rounds, a 15 s soak, 200k fuzz runs.
 # The fault matrix, hostile-HTTP and SSRF suites are Swift tests (Tests/EdgeTests).
@@ -85,6 +86,12 @@ reliability: release
 # skipped, and said so, when it cannot be), plus the token rules (401s, token file mode 0600).
 admin-api-check: build
 	BIN=$(BIN) bash scripts/admin-api-check.sh
+
+# The README's commands against the code: every flag in its command blocks is in that command's
+# --help, every `make` target exists, and recipes 1-4 run as written (about a minute; they use
+# ports 8080-8082, 8443, 8444 and ./var).
+readme-check: build
+	python3 scripts/readme-check.py $(BIN)
 
 # Offline checks of deploy/: hadolint, systemd-analyze verify + exposure, kubernetes-validate
 # (strict, each manifest and the kustomize output), compose structure, and the variables and
