@@ -13,7 +13,7 @@ SHARED := ../shared/conformance
 EXAMPLE := examples/apple-overview.json
 EXAMPLE_APP := ABCDE12345.com.example.app
 
-.PHONY: all deps test-deps build release test run demo conformance bench deploy-check admin-api-check readme-check reliability reliability-quick clean
+.PHONY: all deps test-deps build release test run demo conformance bench deploy-check admin-api-check readme-check screenshots reliability reliability-quick clean
 
 all: build
 
@@ -59,10 +59,14 @@ test: test-deps
 	@$(MAKE) --no-print-directory admin-api-check 2>&1 | tee $(LOGS)/admin-api-check.log
 	@$(MAKE) --no-print-directory reliability-quick 2>&1 | tee $(LOGS)/reliability-quick.log
 	@$(MAKE) --no-print-directory readme-check 2>&1 | tee $(LOGS)/readme-check.log
+	@# The dashboard in a real browser when this machine has one (make screenshots installs it).
+	@if command -v chromium >/dev/null && python3 -c "import playwright" 2>/dev/null; then \
+	  python3 scripts/screenshots.py $(BIN) $(LOGS)/screenshots 2>&1 | tee $(LOGS)/browser-check.log && echo "browser-check: passed" | tee -a $(LOGS)/browser-check.log; \
+	else echo "browser-check: skipped (no chromium or playwright here; make screenshots installs them)" | tee $(LOGS)/browser-check.log; fi
 	@echo; echo "== make test: every part passed =="
 	@grep -h -E "Test run with [0-9]+ tests? .*passed" $(LOGS)/swift-test.log | tail -1 | sed 's/^/  swift test: /'
 	@tail -n 1 $(LOGS)/conformance.log | sed 's/^/  /'
-	@grep -h -E "^(deploy-check|admin-api-check|crash|soak|fuzz [a-z-]+|readme-check): " $(LOGS)/deploy-check.log $(LOGS)/admin-api-check.log $(LOGS)/reliability-quick.log $(LOGS)/readme-check.log | tail -n 9 | sed 's/^/  /'
+	@grep -h -E "^(deploy-check|admin-api-check|crash|soak|fuzz [a-z-]+|readme-check|browser-check): " $(LOGS)/deploy-check.log $(LOGS)/admin-api-check.log $(LOGS)/reliability-quick.log $(LOGS)/readme-check.log $(LOGS)/browser-check.log | tail -n 10 | sed 's/^/  /'
 
 # The short reliability runs (part of make test): 3 kill -9 rounds, a 15 s soak, 200k fuzz runs.
 # The fault matrix, hostile-HTTP and SSRF suites are Swift tests (Tests/EdgeTests).
@@ -86,6 +90,13 @@ reliability: release
 # skipped, and said so, when it cannot be), plus the token rules (401s, token file mode 0600).
 admin-api-check: build
 	BIN=$(BIN) bash scripts/admin-api-check.sh
+
+# The README's dashboard screenshots (docs/screenshots/*.png) in headless Chromium through
+# Playwright, each page checked for what it must show; installs chromium and playwright if missing.
+screenshots: build
+	@command -v chromium >/dev/null || { export DEBIAN_FRONTEND=noninteractive; $(SUDO) apt-get install -y chromium || { $(SUDO) apt-get update && $(SUDO) apt-get install -y chromium; }; }
+	@python3 -c "import playwright" 2>/dev/null || python3 -m pip install --quiet playwright || python3 -m pip install --quiet --break-system-packages playwright
+	python3 scripts/screenshots.py $(BIN) docs/screenshots
 
 # The README's commands against the code: every flag in its command blocks is in that command's
 # --help, every `make` target exists, and recipes 1-4 run as written (about a minute; they use

@@ -234,12 +234,13 @@ extension DashboardRoutes {
 final class RateSampler: Sendable {
     private let samples = NIOLockedValueBox<[(at: Double, requests: Double, fetches: Double)]>([])
 
-    /// Per-second rates since the oldest sample kept (at most 5 minutes back; since `since` when
-    /// there is none), and the window in seconds.
+    /// Per-second rates over the last minutes: since the oldest sample kept that is at least 10 s
+    /// old (samples are kept 5 minutes), else since `since` (the edge's start); and that window
+    /// in seconds.
     func rates(requests: Double, fetches: Double, now: Double, since: Double) -> (Double, Double, Double) {
         samples.withLockedValue { list in
             list.removeAll { now - $0.at > 300 }
-            let base = list.first ?? (since, 0, 0)
+            let base = list.first.flatMap { now - $0.at >= 10 ? $0 : nil } ?? (at: since, requests: 0, fetches: 0)
             list.append((now, requests, fetches))
             let window = max(1, now - base.at)
             return ((requests - base.requests) / window, (fetches - base.fetches) / window, window)

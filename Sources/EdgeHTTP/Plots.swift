@@ -208,6 +208,11 @@ public enum PropagationPlot {
             }
             if let max = v.clientDelays.last {
                 canvas.text("◆", x: x(v.originFirstSeen + max), y: y + 17, size: 11, anchor: "middle", fill: colour)
+                // The delays in words beside the marks: clients, p50 and max.
+                let label = String(format: "%d client%@ · p50 %.1f s · max %.1f s", v.clientDelays.count, v.clientDelays.count == 1 ? "" : "s",
+                                   Propagation.percentile(v.clientDelays, 50) ?? max, max)
+                let at = x(v.originFirstSeen + max) + 10
+                canvas.text(label, x: at > 700 ? x(v.originFirstSeen) - 8 : at, y: y + 17, size: 11, anchor: at > 700 ? "end" : "start", fill: "#333")
             }
             if let served = v.firstServedAt {
                 canvas.circle(x: x(served), y: y + 12, r: 5, fill: colour, title: "first served \(RFC3339.string(served))")

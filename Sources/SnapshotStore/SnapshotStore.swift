@@ -20,8 +20,28 @@ public final class SnapshotStore: Sendable {
         if created >= 0 { close(created) }
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
-        pool = try DatabasePool(path: path, configuration: configuration)
-        try Self.migrator.migrate(pool)
+        // Several processes may open a new store at once (an edge and probes, two probes): the
+        // switch to WAL does not wait for a lock, and each migrator may find a migration missing
+        // that another applies meanwhile (its own attempt then fails and rolls back). Both settle
+        // on a second look, so try again for a while; a migration that fails for good still
+        // throws, after about 5 s.
+        pool = try Self.retrying(when: { [.SQLITE_BUSY, .SQLITE_LOCKED].contains($0.resultCode) }) {
+            try DatabasePool(path: path, configuration: configuration)
+        }
+        try Self.retrying(when: { _ in true }) { [pool] in try Self.migrator.migrate(pool) }
+    }
+
+    /// `body`, tried again every 0.1 s (50 times at most) while it fails with an error `retry` accepts.
+    private static func retrying<T>(when retry: (DatabaseError) -> Bool, _ body: () throws -> T) throws -> T {
+        var attempt = 0
+        while true {
+            do {
+                return try body()
+            } catch let error as DatabaseError where attempt < 50 && retry(error) {
+                attempt += 1
+                usleep(100_000)
+            }
+        }
     }
 
     static var migrator: DatabaseMigrator {

@@ -87,3 +87,25 @@ import Testing
         }
     }
 }
+
+/// Several openers of one new store at once (an edge and probes started together): each one
+/// opens it (no "database is locked" from the switch to WAL, no "table already exists" from two
+/// migrators) and finds the whole schema.
+@Suite struct ConcurrentOpenTests {
+    @Test func openersOfANewStoreAllSucceed() throws {
+        for round in 0..<10 {
+            let path = FileManager.default.temporaryDirectory.appendingPathComponent("open-race-\(UUID().uuidString)/s.sqlite").path
+            let errors = NSLock()
+            nonisolated(unsafe) var failures: [String] = []
+            DispatchQueue.concurrentPerform(iterations: 4) { _ in
+                do {
+                    let store = try SnapshotStore(path: path)
+                    _ = try store.probeRunList(limit: 1)
+                } catch {
+                    errors.withLock { failures.append("\(error)") }
+                }
+            }
+            #expect(failures.isEmpty, "round \(round): \(failures)")
+        }
+    }
+}
