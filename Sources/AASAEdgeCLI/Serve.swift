@@ -96,8 +96,11 @@ struct ServeOptions: ParsableArguments {
     @Option(name: .customLong("max-tracked-clients"), help: ArgumentHelp("Per host and version, distinct clients kept in the propagation ledger; beyond it the least recently seen are folded into an 'others' count. A client is its X-Client-ID (1-128 bytes of printable ASCII), else address + User-Agent.", valueName: "N"))
     var maxTrackedClients = 10_000
 
-    @Option(name: .customLong("event-loops"), help: ArgumentHelp("Threads answering client connections; 0: one per core. Fewer than the cores leaves CPU to other work on the machine (a load generator, the origin).", valueName: "N"))
+    @Option(name: .customLong("event-loops"), help: ArgumentHelp("Threads answering client connections; 0: one per core but one (at least one), which leaves a core to the origin fetches, the store and the rest of the machine and keeps the tail short (README, P1).", valueName: "N"))
     var eventLoops = 0
+
+    /// `--event-loops 0`: one thread per core but one, at least one.
+    static var defaultEventLoops: Int { max(1, ProcessInfo.processInfo.activeProcessorCount - 1) }
 
     @Option(name: .customLong("tls-cert"), help: ArgumentHelp("Serve HTTPS on --port with this certificate chain (with --tls-key); the start-up line then says https://.", valueName: "PEM"))
     var tlsCert: String?
@@ -119,7 +122,7 @@ struct ServeOptions: ParsableArguments {
         guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1") }
         guard maxTrackedClients >= 1 else { throw ValidationError("--max-tracked-clients must be at least 1") }
         guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
-        guard (0...256).contains(eventLoops) else { throw ValidationError("--event-loops must be 0 (one per core) to 256") }
+        guard (0...256).contains(eventLoops) else { throw ValidationError("--event-loops must be 0 (one per core but one) to 256") }
         guard (1...1000).contains(storeConnections) else { throw ValidationError("--store-connections must be 1 to 1000") }
         guard storeBacklog >= 1 else { throw ValidationError("--store-backlog must be at least 1") }
         if store != nil, db != nil { throw ValidationError("--store and --db name the store twice: use one") }
@@ -195,7 +198,8 @@ struct ServeOptions: ParsableArguments {
         do {
             let app = try EdgeServer.application(edge: edge, adminToken: token, host: host, port: port,
                                              clientTimeout: clientTimeout.value > 0 ? clientTimeout.value : nil,
-                                             eventLoops: eventLoops > 0 ? eventLoops : nil, maxConnections: maxConnections, tls: tls,
+                                             eventLoops: eventLoops > 0 ? eventLoops : ServeOptions.defaultEventLoops,
+                                             maxConnections: maxConnections, tls: tls,
                                              probes: probes,
                                              logger: logger, metricsText: { registry.emitToBuffer() }) { boundPort in
                 logger.notice("listening on \(scheme)://\(listenHost):\(boundPort)")

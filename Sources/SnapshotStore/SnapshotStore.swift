@@ -20,6 +20,10 @@ public final class SnapshotStore: Sendable {
         if created >= 0 { close(created) }
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
+        // WAL with synchronous=NORMAL: a commit is not fsynced on its own (checkpoints are), so a
+        // killed process loses nothing committed and the database is never corrupted; a power
+        // loss may lose the last commits. Each fetch is one commit, and a release makes thousands.
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
         // Several processes may open a new store at once (an edge and probes, two probes): the
         // switch to WAL does not wait for a lock, and each migrator may find a migration missing
         // that another applies meanwhile (its own attempt then fails and rolls back). Both settle
