@@ -13,7 +13,7 @@ SHARED := ../shared/conformance
 EXAMPLE := examples/apple-overview.json
 EXAMPLE_APP := ABCDE12345.com.example.app
 
-.PHONY: all deps test-deps build release test run demo conformance bench deploy-check admin-api-check readme-check screenshots reliability reliability-quick clean
+.PHONY: all deps test-deps build release test run demo conformance bench deploy-check admin-api-check readme-check screenshots bench-all reliability reliability-quick clean
 
 all: build
 
@@ -132,6 +132,10 @@ conformance: build
 
 bench: deps
 	bench/run-matcher-bench.sh
+
+# Every benchmark in one command: P1-P3 and P5 against nginx/Varnish/curl, C1-C3 on PostgreSQL, P4.
+bench-all: deps
+	bench/run-all.sh
 
 clean:
 	rm -rf .build bench/MatcherBench/.build
