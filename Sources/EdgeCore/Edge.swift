@@ -205,7 +205,7 @@ public final class Edge: Sendable {
     let ledger: ServedLedger
     public let metrics: EdgeMetrics
     /// One origin fetch per host at a time.
-    private let fetches = LocalSingleFlight<AppliedFetch>()
+    let fetches = LocalSingleFlight<AppliedFetch>()
     /// `--refetch-concurrency` slots for releases and background refreshes.
     private let limiter: SlotLimiter
     /// `--origin-concurrency` slots for fetches that clients wait for.
@@ -467,7 +467,10 @@ public final class Edge: Sendable {
     /// Returns what the fetch did and whether this caller joined someone else's fetch.
     /// `via`: the client request's `Via`, for a parent edge (the first caller's, when several join).
     func sharedFetch(_ host: OriginHost, trigger: String, via: String? = nil) async -> (AppliedFetch, collapsed: Bool) {
-        let (applied, joined) = await fetches.run(host.description) { await self.fetchAndApply(host, trigger: trigger, via: via) }
+        // Fetches clients wait for are shared across edges on a shared store; refreshes, refetches
+        // and releases are this edge's own (they join a local fetch in flight all the same).
+        let flight: any SingleFlight<AppliedFetch> = trigger == "request" ? clientFetches : fetches
+        let (applied, joined) = await flight.run(host.description) { await self.fetchAndApply(host, trigger: trigger, via: via) }
         let collapsed = joined || applied.remote
         if collapsed { metrics.coalesced() }
         return (applied, collapsed)
@@ -488,16 +491,6 @@ public final class Edge: Sendable {
         let validators = before.snapshot.map { Validators(etag: $0.originETag, lastModified: $0.originLastModified) }
         let started = ContinuousClock.now
         let startedWall = clock.now()
-        // On a shared store, one edge fetches a host for clients; the others take its result.
-        if trigger == "request", shared != nil {
-            if let remote = await fetchedElsewhere(host, before: before, since: startedWall) {
-                logger.info("origin fetch made by another edge", metadata: ["host": "\(host.description)", "outcome": "\(remote.change)"])
-                return remote
-            }
-        }
-        defer {
-            if trigger == "request", let shared { Task { try? await shared.endFetch(host: host.description) } }
-        }
         // Fetches clients wait for share `--origin-concurrency` slots; refreshes and releases
         // have `--refetch-concurrency` of their own.
         let needsSlot = trigger == "request"

@@ -41,8 +41,8 @@ public struct ParentEdge: OriginFetching {
 }
 
 /// Single flight: at most one operation per key at a time; a caller arriving while one runs
-/// waits for its result. In one process, `LocalSingleFlight`; across edges sharing a store, a
-/// cross-node lock can stand behind the same protocol.
+/// waits for its result. In one process, `LocalSingleFlight`; across edges sharing a store,
+/// `SharedSingleFlight` (the store's fetch lease behind it).
 public protocol SingleFlight<Value>: Sendable {
     associatedtype Value: Sendable
     /// Runs `operation` for `key`, or joins the one in flight; `joined` says which.
@@ -65,5 +65,32 @@ public final class LocalSingleFlight<Value: Sendable>: SingleFlight, Sendable {
         let value = await task.value
         if leader { inflight.withLock { $0[key] = nil } }
         return (value, !leader)
+    }
+}
+
+/// `SingleFlight` across edges sharing a store. In this process the local single flight keeps
+/// one caller per key; that caller then asks `elsewhere` whether another edge runs the operation
+/// (a lease in the store): if so, `elsewhere` waits for that edge's result and returns it (the
+/// callers here count as joined: `collapsed`); if not, this edge runs the operation and
+/// `finished` gives the lease back.
+public struct SharedSingleFlight<Value: Sendable>: SingleFlight {
+    let local: LocalSingleFlight<Value>
+    let elsewhere: @Sendable (String) async -> Value?
+    let finished: @Sendable (String) async -> Void
+
+    public init(local: LocalSingleFlight<Value>, elsewhere: @escaping @Sendable (String) async -> Value?,
+                finished: @escaping @Sendable (String) async -> Void) {
+        self.local = local
+        self.elsewhere = elsewhere
+        self.finished = finished
+    }
+
+    public func run(_ key: String, _ operation: @escaping @Sendable () async -> Value) async -> (value: Value, joined: Bool) {
+        await local.run(key) { [elsewhere, finished] in
+            if let value = await elsewhere(key) { return value }
+            let value = await operation()
+            await finished(key)
+            return value
+        }
     }
 }

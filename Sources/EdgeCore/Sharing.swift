@@ -195,6 +195,21 @@ extension Edge {
                             previousVersion: previous, failure: nil, durationMs: durationMs, originStatus: nil, entry: entry, remote: true)
     }
 
+    /// The single flight of fetches clients wait for: this process's own, and on a shared store
+    /// one edge's for all (the others take its result).
+    var clientFetches: any SingleFlight<AppliedFetch> {
+        guard let shared else { return fetches }
+        return SharedSingleFlight(local: fetches, elsewhere: { [self] key in
+            guard let host = try? OriginHost(key) else { return nil }
+            let since = clock.now()
+            guard let remote = await fetchedElsewhere(host, before: await entry(host), since: since) else { return nil }
+            logger.info("origin fetch made by another edge", metadata: ["host": "\(key)", "outcome": "\(remote.change)"])
+            return remote
+        }, finished: { key in
+            Task { try? await shared.endFetch(host: key) }
+        })
+    }
+
     /// Before a client-triggered fetch on a shared store: one edge fetches, the others wait for its
     /// change (up to `--origin-timeout`) and take its result. Nil: this edge fetches itself.
     func fetchedElsewhere(_ host: OriginHost, before: HostEntry, since: Double) async -> AppliedFetch? {
