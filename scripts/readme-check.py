@@ -5,7 +5,8 @@
 
 1. Every `aasa-edge SUBCOMMAND … --flag` in a README command block names a subcommand that exists
    and flags its `--help` lists (a renamed flag would leave a recipe that fails when pasted).
-2. Every `make TARGET` in the README is a target of the Makefile.
+2. Every `make TARGET` in the README is a target of the Makefile, and every console example of
+   `aasa-edge validate|match|diff` on the repository's examples/ prints today what it shows.
 3. The recipes run as written, pasted whole into bash from the checkout: recipes 1 to 3 with the
    clean-up block after them, then recipe 4 (each starts from nothing and stops what it started).
    What they print is checked for the outcome each recipe promises. They use ports 8080, 8081,
@@ -13,6 +14,7 @@
 """
 import os
 import re
+import shlex
 import subprocess
 import sys
 
@@ -81,6 +83,27 @@ def check_flags(binary, all_blocks):
         print(f"  {checked} flags of {len(helps)} commands in the README's command blocks, all in their --help")
 
 
+def check_console_examples(binary, readme):
+    """```console blocks showing `$ aasa-edge …` on the repository's example files: run now, the
+    output must be the one shown (the engine's commands are deterministic)."""
+    checked = 0
+    for block in re.findall(r"```console\n(.*?)```", readme, re.S):
+        lines = block.rstrip("\n").split("\n")
+        if not lines[0].startswith("$ aasa-edge "):
+            continue
+        command, rest = lines[0][2:], lines[1:]
+        while command.endswith("\\") and rest:
+            command, rest = command[:-1] + " " + rest[0].strip(), rest[1:]
+        words = shlex.split(command)
+        if words[1] not in ("validate", "match", "diff") or not all(w.startswith("examples/") for w in words[2:] if w.endswith(".json")):
+            continue
+        run = subprocess.run([binary, *words[1:]], cwd=ROOT, capture_output=True, text=True)
+        checked += 1
+        if run.stdout.rstrip("\n").split("\n") != rest:
+            problem(f"`{command}` now prints:\n{run.stdout}instead of what the README shows:\n" + "\n".join(rest))
+    print(f"  {checked} console examples on examples/ run now and print what the README shows")
+
+
 def check_make_targets(readme):
     makefile = open(os.path.join(ROOT, "Makefile"), encoding="utf-8").read()
     targets = set(re.findall(r"^([a-z][a-z-]*):", makefile, re.M))
@@ -118,6 +141,7 @@ def main():
     all_blocks = blocks(readme)
     check_flags(binary, all_blocks)
     check_make_targets(readme)
+    check_console_examples(binary, readme)
 
     def under(number):
         return [code for heading, code in all_blocks if heading.startswith(f"{number}. ")]
