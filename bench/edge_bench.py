@@ -20,6 +20,7 @@ minted here. Results: bench/results/edge-latest.json, a table on stdout, and one
 bench/results/edge-history.tsv.
 """
 import argparse
+import resource
 import asyncio
 import datetime
 import json
@@ -385,10 +386,13 @@ def p3(binary, hosts, concurrency=64):
     names = [f"h{i}-{tag}.bench.test" for i in range(hosts)]
     # The origin alone, with libcurl at the same concurrency.
     started = time.monotonic()
+    children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(["curl", "-s", "--no-progress-meter", "--parallel", "--parallel-max", str(concurrency), "--connect-to", f"::127.0.0.1:{PORTS['origin_50ms']}",
                     "--cacert", f"{WORK}/ca.pem", "-o", "/dev/null",
                     f"https://h[0-{hosts - 1}]-{tag}o.bench.test{AASA_PATH}"], check=True)
     origin_alone = time.monotonic() - started
+    children1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    curl_cpu = (children1.ru_utime - children0.ru_utime) + (children1.ru_stime - children0.ru_stime)
     bound = hosts * 0.05 / concurrency
     log(f"P3 origin alone: {hosts} fetches at concurrency {concurrency} in {origin_alone:.2f} s (bound {bound:.2f} s)")
     edge = start_edge(binary, f"{WORK}/p3/edge.sqlite", PORTS["origin_50ms"], extra=["--refetch-concurrency", str(concurrency)])
@@ -397,13 +401,17 @@ def p3(binary, hosts, concurrency=64):
         request = urllib.request.Request(f"http://127.0.0.1:{PORTS['edge']}/admin/v1/releases", data=body, method="POST",
                                          headers={"Authorization": "Bearer bench-token", "Content-Type": "application/json"})
         started = time.monotonic()
+        cpu0 = edge.cpu_seconds()
         with urllib.request.urlopen(request, timeout=600) as response:
             answer = json.loads(response.read())
         wall = time.monotonic() - started
+        edge_cpu = edge.cpu_seconds() - cpu0
         result = {"hosts": hosts, "concurrency": concurrency, "bound_s": bound, "wall_s": wall, "ratio_to_bound": wall / bound,
                   "origin_alone_s": origin_alone, "ratio_to_curl": wall / origin_alone,
+                  "edge_cpu_ms_per_fetch": edge_cpu / hosts * 1000, "curl_cpu_ms_per_fetch": curl_cpu / hosts * 1000,
                   "updated": answer["updated"], "failed": answer["failed"]}
         log(f"P3 release of {hosts} hosts: {wall:.2f} s = {wall / bound:.2f}x the bound, {wall / origin_alone:.2f}x curl --parallel; "
+            f"CPU per fetch: edge {edge_cpu / hosts * 1000:.2f} ms, curl {curl_cpu / hosts * 1000:.2f} ms; "
             f"updated {answer['updated']}, failed {answer['failed']}")
         return result
     finally:
