@@ -262,11 +262,11 @@ public final class SnapshotStore: Sendable {
     // MARK: writing
 
     private static func ensureHost(_ db: Database, _ name: String, at: Double) throws {
-        try db.execute(sql: "INSERT OR IGNORE INTO host (name, createdAt) VALUES (?, ?)", arguments: [name, at])
+        try db.cachedStatement(sql: "INSERT OR IGNORE INTO host (name, createdAt) VALUES (?, ?)").execute(arguments: [name, at])
     }
 
     private static func currentVersion(_ db: Database, _ name: String) throws -> Int? {
-        try Int.fetchOne(db, sql: "SELECT currentVersion FROM host WHERE name = ?", arguments: [name]) ?? nil
+        try Int.fetchOne(db.cachedStatement(sql: "SELECT currentVersion FROM host WHERE name = ?"), arguments: [name]) ?? nil
     }
 
     /// A usable body arrived. The same bytes as a stored version make that version current again
@@ -278,25 +278,25 @@ public final class SnapshotStore: Sendable {
             try Self.ensureHost(db, name, at: fetch.at)
             let previous = try Self.currentVersion(db, name)
             let version: Int
-            if let existing = try Int.fetchOne(db, sql: "SELECT version FROM snapshot WHERE host = ? AND sha256 = ?", arguments: [name, sha256]) {
+            if let existing = try Int.fetchOne(db.cachedStatement(sql: "SELECT version FROM snapshot WHERE host = ? AND sha256 = ?"), arguments: [name, sha256]) {
                 version = existing
-                try db.execute(sql: """
+                try db.cachedStatement(sql: """
                     UPDATE snapshot SET lastConfirmedAt = ?, etag = ?, lastModified = ?, contentType = ?, cacheControl = ?
                     WHERE host = ? AND version = ?
-                    """, arguments: [fetch.at, etag, lastModified, contentType, cacheControl, name, version])
+                    """).execute(arguments: [fetch.at, etag, lastModified, contentType, cacheControl, name, version])
             } else {
-                version = (try Int.fetchOne(db, sql: "SELECT MAX(version) FROM snapshot WHERE host = ?", arguments: [name]) ?? 0) + 1
-                try db.execute(sql: """
+                version = (try Int.fetchOne(db.cachedStatement(sql: "SELECT MAX(version) FROM snapshot WHERE host = ?"), arguments: [name]) ?? 0) + 1
+                try db.cachedStatement(sql: """
                     INSERT INTO snapshot (host, version, sha256, size, body, etag, lastModified, contentType, cacheControl,
                                           firstFetchedAt, lastConfirmedAt, valid, diagnostics, appIDs)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """, arguments: [name, version, sha256, body.count, Data(body), etag, lastModified, contentType, cacheControl,
+                    """).execute(arguments: [name, version, sha256, body.count, Data(body), etag, lastModified, contentType, cacheControl,
                                      fetch.at, fetch.at, valid, diagnostics, Self.encodeList(appIDs)])
             }
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 UPDATE host SET currentVersion = ?, confirmedAt = ?, expiresAt = ?, failureReason = NULL, failureDetails = NULL,
                                 failureAt = NULL, failureUntil = NULL, failureUpstream = NULL, purge = 'none', upstream = ? WHERE name = ?
-                """, arguments: [version, fetch.confirmedAt, fetch.expiresAt, fetch.upstream?.stored, name])
+                """).execute(arguments: [version, fetch.confirmedAt, fetch.expiresAt, fetch.upstream?.stored, name])
             let change: RecordedFetch.Change = previous == version ? .unchanged : .updated
             try Self.log(db, name, fetch, outcome: change.rawValue, reason: nil, details: nil, version: version)
             return RecordedFetch(change: change, version: version, previousVersion: previous)
@@ -310,14 +310,14 @@ public final class SnapshotStore: Sendable {
         try pool.write { db in
             try Self.ensureHost(db, name, at: fetch.at)
             let version = try Self.currentVersion(db, name)
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 UPDATE host SET confirmedAt = ?, expiresAt = ?, failureReason = NULL, failureDetails = NULL, failureAt = NULL,
                                 failureUntil = NULL, failureUpstream = NULL,
                                 purge = CASE WHEN purgedAt IS NOT NULL AND purgedAt > ? THEN purge ELSE 'none' END
                 WHERE name = ?
-                """, arguments: [fetch.confirmedAt, fetch.expiresAt, startedAt, name])
+                """).execute(arguments: [fetch.confirmedAt, fetch.expiresAt, startedAt, name])
             if let version {
-                try db.execute(sql: "UPDATE snapshot SET lastConfirmedAt = ? WHERE host = ? AND version = ?", arguments: [fetch.at, name, version])
+                try db.cachedStatement(sql: "UPDATE snapshot SET lastConfirmedAt = ? WHERE host = ? AND version = ?").execute(arguments: [fetch.at, name, version])
             }
             try Self.log(db, name, fetch, outcome: RecordedFetch.Change.unchanged.rawValue, reason: nil, details: nil, version: version)
             return RecordedFetch(change: .unchanged, version: version, previousVersion: version)
@@ -329,9 +329,9 @@ public final class SnapshotStore: Sendable {
         try pool.write { db in
             try Self.ensureHost(db, name, at: fetch.at)
             let version = try Self.currentVersion(db, name)
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 UPDATE host SET failureReason = ?, failureDetails = ?, failureAt = ?, failureUntil = ?, failureUpstream = ? WHERE name = ?
-                """, arguments: [reason, details, fetch.confirmedAt, fetch.failureUntil, fetch.upstream?.stored, name])
+                """).execute(arguments: [reason, details, fetch.confirmedAt, fetch.failureUntil, fetch.upstream?.stored, name])
             try Self.log(db, name, fetch, outcome: RecordedFetch.Change.failed.rawValue, reason: reason, details: details, version: version)
             return RecordedFetch(change: .failed, version: version, previousVersion: version)
         }
@@ -349,10 +349,10 @@ public final class SnapshotStore: Sendable {
 
     private static func log(_ db: Database, _ name: String, _ fetch: FetchRecord, outcome: String, reason: String?,
                             details: String?, version: Int?) throws {
-        try db.execute(sql: """
+        try db.cachedStatement(sql: """
             INSERT INTO fetch (host, at, outcome, status, reason, details, durationMs, version, trigger)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [name, fetch.at, outcome, fetch.status, reason, details, fetch.durationMs, version, fetch.trigger])
+            """).execute(arguments: [name, fetch.at, outcome, fetch.status, reason, details, fetch.durationMs, version, fetch.trigger])
     }
 
     /// Records served events in one transaction: each moves its client's first and last time for
