@@ -99,7 +99,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "EdgeHTTPTests", dependencies: ["EdgeHTTP", "EdgeModel"]),
-        .testTarget(name: "PropagationAnalysisTests", dependencies: ["PropagationAnalysis", "EdgeHTTP", "EdgeModel", "AASAEngine", "SnapshotStore", "TestOrigin"]),
+        .testTarget(name: "PropagationAnalysisTests", dependencies: ["PropagationAnalysis", "EdgeHTTP", "EdgeModel", "AASAEngine", "OriginFetcher", "SnapshotStore", "TestOrigin"]),
         .testTarget(name: "EdgeTests", dependencies: ["AASAEngine", "EdgeModel", "OriginFetcher", "SnapshotStore", "TestOrigin", "TestSupport"]),
         .testTarget(name: "AASAEdgeCLITests", dependencies: ["AASAEngine", "TestOrigin"]),
     ]

@@ -138,9 +138,9 @@ public enum EdgeReply: Sendable {
     /// `503` with `Retry-After`: the edge ran short and has no usable copy (`outcome` is
     /// `.unavailable`). `detail` is one line for the body.
     case unavailable(LocalShortage, detail: String, retryAfter: Int)
-    /// `508 Loop Detected`: the request's `Via` already names this edge, or (`upstreamVia`) the
-    /// parent edge answered `508`. Nothing is cached or recorded.
-    case loopDetected(node: String, upstreamVia: String?)
+    /// `508 Loop Detected`: the request's `Via` already names this edge (`upstreamVia` nil), or
+    /// the parent edge answered `508` (with this `Via`). Nothing is cached or recorded.
+    case loopDetected(upstreamVia: String?)
 
     public var outcome: CacheOutcome {
         switch self {
@@ -356,7 +356,7 @@ public final class Edge: Sendable {
         }
         if let reply, !mustFetch { return reply }
         let (applied, collapsed) = await sharedFetch(host, trigger: "request", via: via)
-        if let loop = applied.loop { return .loopDetected(node: configuration.node, upstreamVia: loop.via) }
+        if let loop = applied.loop { return .loopDetected(upstreamVia: loop.via) }
         let current = await self.entry(host)
         let after = current.snapshot == nil ? applied.entry ?? current : current
         let finished = clock.now()
@@ -417,7 +417,7 @@ public final class Edge: Sendable {
             metrics.shortage(shortage)
             return .unavailable(shortage, detail: "\(problem); try again shortly", retryAfter: 5)
         case .loopDetected:
-            return .loopDetected(node: configuration.node, upstreamVia: result.upstream?.via)
+            return .loopDetected(upstreamVia: result.upstream?.via)
         }
     }
 

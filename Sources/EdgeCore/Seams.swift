@@ -71,8 +71,8 @@ public final class LocalSingleFlight<Value: Sendable>: SingleFlight, Sendable {
 /// `SingleFlight` across edges sharing a store. In this process the local single flight keeps
 /// one caller per key; that caller then asks `elsewhere` whether another edge runs the operation
 /// (a lease in the store): if so, `elsewhere` waits for that edge's result and returns it (the
-/// callers here count as joined: `collapsed`); if not, this edge runs the operation and
-/// `finished` gives the lease back.
+/// value says it came from elsewhere, e.g. `AppliedFetch.remote`); if not, this edge runs the
+/// operation and `finished` gives the lease back.
 public struct SharedSingleFlight<Value: Sendable>: SingleFlight {
     let local: LocalSingleFlight<Value>
     let elsewhere: @Sendable (String) async -> Value?

@@ -241,7 +241,8 @@ final class RateSampler: Sendable {
         samples.withLockedValue { list in
             list.removeAll { now - $0.at > 300 }
             let base = list.first.flatMap { now - $0.at >= 10 ? $0 : nil } ?? (at: since, requests: 0, fetches: 0)
-            list.append((now, requests, fetches))
+            // At most one sample a second, however often the page is asked for (300 at most).
+            if list.last.map({ now - $0.at >= 1 }) ?? true { list.append((now, requests, fetches)) }
             let window = max(1, now - base.at)
             return ((requests - base.requests) / window, (fetches - base.fetches) / window, window)
         }

@@ -26,12 +26,11 @@ extension DashboardRoutes {
             let problem: String
             let status: HTTPResponse.Status
             do {
-                let configuration = try routes.configuration(host: form.host, cdnURL: form.cdnURL.isEmpty ? nil : form.cdnURL,
-                                                             interval: Double(form.interval), duration: Double(form.duration),
-                                                             untilConverged: form.untilConverged)
-                guard Double(form.interval) != nil, Double(form.duration) != nil else {
+                guard let interval = Double(form.interval), let duration = Double(form.duration) else {
                     throw AdminError(.badRequest, "the interval and the duration are numbers of seconds")
                 }
+                let configuration = try routes.configuration(host: form.host, cdnURL: form.cdnURL.isEmpty ? nil : form.cdnURL,
+                                                             interval: interval, duration: duration, untilConverged: form.untilConverged)
                 let id = try await probes.start(configuration)
                 return Self.redirect("/dashboard/probes/\(id)")
             } catch let error as AdminError {

@@ -182,7 +182,7 @@ struct ClientRoutes: Sendable {
         let via = request.headers[.via]
         let reply: EdgeReply
         if let via, Self.names(via: via, node: edge.configuration.node) {
-            reply = .loopDetected(node: edge.configuration.node, upstreamVia: nil)
+            reply = .loopDetected(upstreamVia: nil)
         } else {
             reply = bypass ? await edge.bypass(host) : await edge.serve(host, client: Self.client(request, context), via: via)
         }
@@ -252,11 +252,11 @@ struct ClientRoutes: Sendable {
             headers[.cacheControl] = "no-store"
             headers[.cacheStatus] = CacheOutcome.unavailable.cacheStatus(ttl: 0)
             return (HTTPResponse(status: .serviceUnavailable, headerFields: headers), ByteBuffer(string: "service unavailable: \(detail)\n"))
-        case .loopDetected(let node, let upstreamVia):
+        case .loopDetected(let upstreamVia):
             headers[.contentType] = "text/plain; charset=utf-8"
             headers[.cacheControl] = "no-store"
             if let upstreamVia, !upstreamVia.isEmpty { headers[.via] = upstreamVia + ", " + configuration.via }
-            let line = upstreamVia == nil ? "loop detected: this request already passed through \(node)\n"
+            let line = upstreamVia == nil ? "loop detected: this request already passed through \(configuration.node)\n"
                 : "loop detected: the parent edge saw this request come round again (check each tier's --parent)\n"
             return (HTTPResponse(status: .init(code: 508, reasonPhrase: "Loop Detected"), headerFields: headers), ByteBuffer(string: line))
         }
@@ -399,7 +399,7 @@ struct AdminRoutes: Sendable {
         }
     }
 
-    /// Runs a history view, mapping its problems to admin errors.
+    /// Runs a store read (a history view, probe runs), mapping its problems to admin errors.
     func history<T>(_ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
@@ -413,13 +413,13 @@ struct AdminRoutes: Sendable {
         }
     }
 
-    /// `Authorization: Bearer <token>` (the scheme in any case, RFC 9110 §11.1), compared in
-    /// constant time.
     /// Admin writes need the store: while a shared store is unreachable they answer `503`.
     func requireStore() throws {
         guard edge.storeAvailable else { throw AdminError(.serviceUnavailable, "the shared store is unavailable; try again once it is back") }
     }
 
+    /// `Authorization: Bearer <token>` (the scheme in any case, RFC 9110 §11.1), compared in
+    /// constant time.
     func authorize(_ request: Request) throws {
         guard Self.constantTimeEqual(Self.bearerToken(request.headers[.authorization] ?? ""), Array(token.utf8)) else {
             throw AdminError(.unauthorized, "missing or invalid bearer token")

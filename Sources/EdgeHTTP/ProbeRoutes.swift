@@ -12,9 +12,11 @@ struct ProbeRoutes: Sendable {
     let probes: ProbeRunner
 
     /// Bounds of a probe started over the API: observations no closer than this, a run no longer
-    /// than a week.
+    /// than a week, and ended after `maximumTicks` observations of each side whatever its duration
+    /// (what a run stores, and what its detail and plot read back).
     static let minimumInterval = 0.2
     static let maximumDuration = 604_800.0
+    static let maximumTicks = 100_000
 
     func register(on group: RouterGroup<EdgeRequestContext>) {
         group.get("/probes") { request, _ in
@@ -23,10 +25,10 @@ struct ProbeRoutes: Sendable {
             guard let limit = given.map({ Int($0) }) ?? 100, (1...1000).contains(limit) else {
                 throw AdminError(.badRequest, "limit must be a number from 1 to 1000")
             }
-            let runs = try await read { try await admin.edge.store.probeRunList(limit: limit) }
+            let runs = try await admin.history { try await admin.edge.store.probeRunList(limit: limit) }
             var items: [JSONValue] = []
             for run in runs {
-                let records = try await read { try await admin.edge.store.probeRun(run.id)?.1 ?? [] }
+                let records = try await admin.history { try await admin.edge.store.probeRun(run.id)?.1 ?? [] }
                 items.append(summary(run, changes: ProbeAnalysis.changes(records).count))
             }
             return Response.json(.ok, .object(JSONObject([JSONMember("probes", .array(items))])))
@@ -130,22 +132,20 @@ struct ProbeRoutes: Sendable {
         guard (0...Self.maximumDuration).contains(duration) else {
             throw AdminError(.badRequest, "'duration' must be 0 to \(Int(Self.maximumDuration)) s")
         }
+
         let template = cdnURL ?? ProbeConfiguration.appleCDNTemplate
         guard template.hasPrefix("http://") || template.hasPrefix("https://"), template.utf8.count <= 2048,
               template.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
             throw AdminError(.badRequest, "'cdnURL' must be an http:// or https:// URL template of printable ASCII ({host} is replaced)")
         }
-        return ProbeConfiguration(host: host, cdnTemplate: template, interval: interval, duration: duration, untilConverged: untilConverged)
+        return ProbeConfiguration(host: host, cdnTemplate: template, interval: interval, duration: duration, untilConverged: untilConverged,
+                                  maximumTicks: Self.maximumTicks)
     }
 
     func find(_ context: EdgeRequestContext) async throws -> (ProbeRun, [ProbeRecord]) {
         guard let id = context.parameters.get("id").flatMap({ Int64($0) }) else { throw AdminError(.badRequest, "the probe id must be a number") }
-        guard let found = try await read({ try await admin.edge.store.probeRun(id) }) else { throw AdminError(.notFound, "unknown probe \(id)") }
+        guard let found = try await admin.history({ try await admin.edge.store.probeRun(id) }) else { throw AdminError(.notFound, "unknown probe \(id)") }
         return found
-    }
-
-    func read<T>(_ body: () async throws -> T) async throws -> T {
-        do { return try await body() } catch { throw AdminError(.internalServerError, "the store could not be read: \(error)") }
     }
 
     /// A run's state as a reader wants it: `running` while it runs here (or, when another process

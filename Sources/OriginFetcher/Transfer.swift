@@ -401,6 +401,7 @@ final class Transfer: @unchecked Sendable {
         let connectedIP = ip.map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
         let fetched = outcome == .fetched
         let statusLine = status.map { "\($0) \(phrase.flatMap { $0.isEmpty ? nil : $0 } ?? StatusPhrase.standard($0))" }
+        let upstream = self.upstream
         return FetchResult(
             host: host, url: url, outcome: outcome, status: status, statusLine: statusLine,
             etag: headers["etag"], lastModified: headers["last-modified"], contentType: headers["content-type"],

@@ -16,9 +16,12 @@ public struct ProbeConfiguration: Sendable {
     public var untilConverged: Bool
     /// Timeout of each CDN request.
     public var cdnTimeout: Double
+    /// The run ends after this many observations of each side, whatever `duration` says (nil: no such end).
+    public var maximumTicks: Int?
 
     public init(host: OriginHost, cdnTemplate: String = appleCDNTemplate, interval: Double = 60, duration: Double = 3600,
-                untilConverged: Bool = false, cdnTimeout: Double = 10) {
+                untilConverged: Bool = false, cdnTimeout: Double = 10, maximumTicks: Int? = nil) {
+        self.maximumTicks = maximumTicks
         self.host = host
         cdnURL = cdnTemplate.replacingOccurrences(of: "{host}", with: host.description)
         self.interval = interval
@@ -114,6 +117,7 @@ public final class Probe: Sendable {
                 }
                 if stopRequested { break }
                 tick += 1
+                if let maximum = configuration.maximumTicks, tick >= maximum { break }
                 let next = start + Double(tick) * configuration.interval
                 if next - start > configuration.duration { break }
                 // Sleep in short steps so that stop() is honoured promptly.

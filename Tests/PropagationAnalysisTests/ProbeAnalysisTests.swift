@@ -1,3 +1,5 @@
+import Foundation
+import OriginFetcher
 import EdgeHTTP
 import EdgeModel
 @testable import PropagationAnalysis
@@ -85,5 +87,23 @@ struct ProbeAnalysisTests {
         #expect(!svg.contains("<b>"))
         #expect(svg.contains("1.0 s"))  // the delay is labelled
         #expect(MarkupCheck.isBalanced(svg))
+    }
+}
+
+/// A probe run ends after its `maximumTicks` observations of each side, whatever its duration
+/// (the bound the server puts on probes started over its API), and records how it ended.
+@Suite struct ProbeBoundTests {
+    @Test func aRunEndsAtItsMaximumTicks() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("probe-bound-\(UUID().uuidString)/s.sqlite").path
+        let store = try SnapshotStore(path: path)
+        // Nothing listens on port 1: every observation is a quick failure on both sides.
+        let fetcher = OriginFetcher(configuration: FetcherConfiguration(timeout: 1, connectTo: ["::127.0.0.1:1"], allowPrivateOrigins: true))
+        defer { fetcher.shutdown() }
+        let configuration = ProbeConfiguration(host: try OriginHost("bound.lab.test"), cdnTemplate: "http://127.0.0.1:1/a/v1/{host}",
+                                               interval: 0.01, duration: 1, maximumTicks: 3)
+        let report = try await Probe(configuration: configuration, fetcher: fetcher, store: store).run { _, _, _ in }
+        #expect(report.records.count == 6, "3 ticks of origin and CDN, not a second's worth")
+        let (run, records) = try #require(try store.probeRun(report.run))
+        #expect(records.count == 6 && run.state == "finished" && run.endedAt != nil)
     }
 }
