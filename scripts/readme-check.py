@@ -12,6 +12,7 @@
    What they print is checked for the outcome each recipe promises. They use ports 8080, 8081,
    8082, 8443 and 8444 on 127.0.0.1, /tmp/aasa-lab, /tmp/aasa-tiers and ./var.
 """
+import glob
 import os
 import re
 import shlex
@@ -113,7 +114,7 @@ def check_make_targets(readme):
     print(f"  make targets named in the README: {', '.join(sorted(used))}: all in the Makefile")
 
 
-def run_recipe(name, script, expectations, timeout):
+def run_recipe(name, script, expectations, timeout, logs=()):
     print(f"  running {name} …", flush=True)
     try:
         run = subprocess.run(["bash", "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
@@ -130,6 +131,11 @@ def run_recipe(name, script, expectations, timeout):
             f.write(output)
         problem(f"{name}: the output lacks {missing} (all of it: {saved})")
         print(run.stdout[-3000:])
+        # What the edges the recipe started said (a refused start-up shows only there).
+        for pattern in logs:
+            for log in sorted(glob.glob(pattern)):
+                print(f"--- {log} (last lines)")
+                print("".join(open(log, encoding="utf-8", errors="replace").readlines()[-15:]))
     else:
         print(f"  {name}: ran as written and printed what it promises")
 
@@ -163,7 +169,7 @@ def main():
         run_recipe("recipe 4", "set -u\n" + tiers, [
             r"X-Cache: miss, miss", r"parent: .*CDN caught up after", r"child: .*CDN caught up after",
             r"Via: 1.1 parent \(aasa-edge/[^)]+\), 1.1 child",
-        ], timeout=180)
+        ], timeout=180, logs=["/tmp/aasa-tiers/*.log"])
     if problems:
         print(f"readme-check: {len(problems)} problem(s)")
         sys.exit(1)

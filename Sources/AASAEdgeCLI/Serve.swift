@@ -218,29 +218,52 @@ struct ServeOptions: ParsableArguments {
 
 /// The admin bearer token: given, or kept beside the store.
 enum AdminToken {
+    /// Edges whose stores share a folder share its token file. The file appears whole or not at
+    /// all (written under a private name, then hard-linked into place), so an edge starting at the
+    /// same moment as another either creates it or reads the other's token, never a half-written
+    /// file.
     static func resolve(given: String?, folder: String) throws(CLIFailure) -> String {
         if let given, !given.isEmpty { return given }
         try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let file = URL(fileURLWithPath: folder).appendingPathComponent("admin-token").path
-        var info = stat()
-        if stat(file, &info) == 0 {
-            guard info.st_mode & 0o077 == 0 else {
-                throw .io("the admin token file \(file) can be read by group or others: chmod 600 \(file)")
+        for _ in 0..<3 {
+            if let existing = try read(file) { return existing }
+            var generator = SystemRandomNumberGenerator()
+            let token = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+            let draft = file + ".\(getpid()).new"
+            unlink(draft)
+            let fd = open(draft, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+            guard fd >= 0 else { throw .io("cannot write the admin token to \(file): \(String(cString: strerror(errno)))") }
+            let line = token + "\n"
+            let written = line.withCString { write(fd, $0, strlen($0)) }
+            let synced = fsync(fd) == 0
+            close(fd)
+            defer { unlink(draft) }
+            guard written == line.utf8.count, synced else { throw .io("cannot write the admin token to \(file)") }
+            if link(draft, file) == 0 {
+                // The token itself is never printed or logged: it is in the file, readable by this user only.
+                Console.error("admin token generated and written to \(file) (mode 0600)")
+                return token
             }
-            if let existing = try? String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), !existing.isEmpty {
-                return existing
-            }
+            guard errno == EEXIST else { throw .io("cannot write the admin token to \(file): \(String(cString: strerror(errno)))") }
+            // Another edge linked its token first: read that one.
         }
-        var generator = SystemRandomNumberGenerator()
-        let token = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
-        let fd = open(file, O_WRONLY | O_CREAT | O_EXCL, 0o600)
-        guard fd >= 0 else { throw .io("cannot write the admin token to \(file): \(String(cString: strerror(errno)))") }
-        let line = token + "\n"
-        let written = line.withCString { write(fd, $0, strlen($0)) }
-        close(fd)
-        guard written == line.utf8.count else { throw .io("cannot write the admin token to \(file)") }
-        // The token itself is never printed or logged: it is in the file, readable by this user only.
-        Console.error("admin token generated and written to \(file) (mode 0600)")
+        throw .io("cannot write the admin token to \(file): it is empty and keeps coming back empty")
+    }
+
+    /// The token in `file`; nil when there is none. An empty file (left by a crash of an older
+    /// version between creating and writing it) is removed so that a new token can take its place.
+    private static func read(_ file: String) throws(CLIFailure) -> String? {
+        var info = stat()
+        guard stat(file, &info) == 0 else { return nil }
+        guard info.st_mode & 0o077 == 0 else {
+            throw .io("the admin token file \(file) can be read by group or others: chmod 600 \(file)")
+        }
+        guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+            throw .io("cannot read the admin token file \(file)")
+        }
+        let token = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        if token.isEmpty { unlink(file); return nil }
         return token
     }
 }

@@ -119,6 +119,57 @@ import Testing
         }
     }
 
+    /// Edges whose stores sit in one folder share its token file, also when they start at the same
+    /// moment (recipe 4 starts a parent and a child together: the loser of the race exited with
+    /// "cannot write the admin token …: File exists", or read the file before its writer had filled it).
+    @Test func edgesStartingTogetherShareOneTokenFile() throws {
+        for round in 0..<5 {
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tokens-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let edges = try (0..<6).map { index -> (process: Process, log: URL) in
+                let log = folder.appendingPathComponent("edge-\(index).log")
+                FileManager.default.createFile(atPath: log.path, contents: nil)
+                let process = Process()
+                process.executableURL = EdgeProcess.binary
+                process.arguments = ["serve", "--port", "0", "--db", folder.appendingPathComponent("edge-\(index).sqlite").path]
+                process.standardError = try FileHandle(forWritingTo: log)
+                process.standardOutput = FileHandle.nullDevice
+                try process.run()
+                return (process, log)
+            }
+            defer { for edge in edges where edge.process.isRunning { edge.process.terminate(); edge.process.waitUntilExit() } }
+            var ports: [Int] = []
+            for edge in edges {
+                let deadline = Date().addingTimeInterval(30)
+                var port: Int?
+                while port == nil && Date() < deadline && edge.process.isRunning {
+                    let text = (try? String(contentsOf: edge.log, encoding: .utf8)) ?? ""
+                    if let range = text.range(of: #"listening on http://127\.0\.0\.1:\d+"#, options: .regularExpression) {
+                        port = Int(text[range].split(separator: ":").last ?? "")
+                    } else {
+                        usleep(20_000)
+                    }
+                }
+                let text = (try? String(contentsOf: edge.log, encoding: .utf8)) ?? ""
+                guard let port else {
+                    Issue.record("round \(round): an edge did not start: \(text)")
+                    continue
+                }
+                ports.append(port)
+            }
+            let file = folder.appendingPathComponent("admin-token").path
+            let token = try String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(token.count == 64)
+            for port in ports {
+                #expect(try TestHTTP.request(port: port, path: "/admin/v1/domains", headers: ["Authorization": "Bearer \(token)"]).status == 200,
+                        "round \(round): an edge on :\(port) does not take the token in the file")
+            }
+            let generated = edges.filter { ((try? String(contentsOf: $0.log, encoding: .utf8)) ?? "").contains("admin token generated") }
+            #expect(generated.count == 1, "round \(round): \(generated.count) edges say they generated the token")
+        }
+    }
+
     /// A request without `Host` is 400 on every route; an absolute-form target's authority wins
     /// over `Host`; the `Bearer` scheme is case-insensitive.
     @Test func hostRulesAndBearerCase() throws {
