@@ -64,39 +64,41 @@ struct History: AsyncParsableCommand {
     func run() async throws {
         let name = try StoreReader.host(host)
         let store = try StoreReader.open(db)
-        let snapshots: JSONValue
-        let fetches: JSONValue
+        let snapshots: AdminJSON.Snapshots
+        let fetches: AdminJSON.Fetches
         do {
             snapshots = try await HistoryViews.snapshots(store, host: name)
             fetches = try await HistoryViews.fetches(store, host: name, limit: max(1, limit))
         } catch {
             throw StoreReader.failure(error)
         }
-        let snapshotList = snapshots.objectValue?["snapshots"]?.arrayValue ?? []
-        let fetchList = fetches.objectValue?["fetches"]?.arrayValue ?? []
         if json {
-            Console.out(JSONWriter.string(.object(JSONObject([
-                JSONMember("domain", .string(name)), JSONMember("snapshots", .array(snapshotList)), JSONMember("fetches", .array(fetchList)),
-            ]))))
+            struct Output: Encodable {
+                let domain: String
+                let snapshots: [AdminJSON.Snapshots.Snapshot]
+                let fetches: [AdminJSON.Fetches.Fetch]
+            }
+            Console.out(try JSONValueEncoder().string(Output(domain: name, snapshots: snapshots.snapshots, fetches: fetches.fetches)))
             return
         }
-        func field(_ value: JSONValue, _ key: String) -> String {
-            switch value.objectValue?[key] {
-            case .string(let s)?: return s
-            case .number(let n)?: return n.text
-            case .bool(let b)?: return b ? "valid" : "invalid"
+        func text(_ value: some JSONValueRepresentable) -> String {
+            switch value.jsonValue {
+            case .string(let s): return s
+            case .number(let n): return n.text
             default: return "-"
             }
         }
-        var lines = ["\(name): \(snapshotList.count) version\(snapshotList.count == 1 ? "" : "s") stored"]
-        for s in snapshotList {
-            lines.append("  v\(field(s, "version"))  \(field(s, "sha256").prefix(16))…  \(field(s, "size")) bytes  first \(field(s, "firstFetchedAt"))  last confirmed \(field(s, "lastConfirmedAt"))  \(field(s, "valid"))")
+        let count = snapshots.snapshots.count
+        var lines = ["\(name): \(count) version\(count == 1 ? "" : "s") stored"]
+        for s in snapshots.snapshots {
+            lines.append("  v\(s.version)  \(s.sha256.prefix(16))…  \(s.size) bytes  first \(text(s.firstFetchedAt))  last confirmed \(text(s.lastConfirmedAt))  \(s.valid ? "valid" : "invalid")")
         }
         lines.append("fetch log, newest first:")
-        for f in fetchList {
-            let version = field(f, "version") == "-" ? "-" : "v" + field(f, "version")
-            var line = "  \(field(f, "at"))  \(field(f, "outcome").padding(toLength: 9, withPad: " ", startingAt: 0)) \(field(f, "status").padding(toLength: 4, withPad: " ", startingAt: 0)) \(version.padding(toLength: 5, withPad: " ", startingAt: 0)) \(field(f, "durationMs")) ms  \(field(f, "trigger"))"
-            if field(f, "reason") != "-" { line += "  " + field(f, "reason") }
+        for f in fetches.fetches {
+            let version = f.version.map { "v\($0)" } ?? "-"
+            let status = f.status.map(String.init) ?? "-"
+            var line = "  \(text(f.at))  \(f.outcome.padding(toLength: 9, withPad: " ", startingAt: 0)) \(status.padding(toLength: 4, withPad: " ", startingAt: 0)) \(version.padding(toLength: 5, withPad: " ", startingAt: 0)) \(text(f.durationMs)) ms  \(f.trigger)"
+            if let reason = f.reason { line += "  " + reason }
             lines.append(line)
         }
         Console.out(lines.joined(separator: "\n"))

@@ -105,7 +105,7 @@ struct ProbeCommand: AsyncParsableCommand {
             }
         }
         if json {
-            Console.out(JSONWriter.string(report.json(configuration)))
+            Console.out(try JSONValueEncoder().string(report.summary(configuration)))
         } else {
             Console.out(Self.summary(report))
             if let plot { Console.out("plot: \(plot)") }

@@ -263,8 +263,8 @@ public final class Edge: Sendable {
     }()
 
     /// The propagation ledger of a host (admin API shape); nil when the host is unknown.
-    public func propagation(_ host: OriginHost) async throws -> JSONValue? {
-        try await propagationVersions(host).map { Propagation.json(domain: host.description, $0) }
+    public func propagation(_ host: OriginHost) async throws -> Propagation.Report? {
+        try await propagationVersions(host).map { Propagation.Report(domain: host.description, $0) }
     }
 
     /// The propagation ledger of a host, newest version first (nil for an unknown host).
@@ -776,43 +776,4 @@ public struct DomainStatus: Sendable {
     public var appIDs: [String]?
     /// JSON text (an array of diagnostics).
     public var diagnostics: String?
-
-    public func json(detailed: Bool) -> JSONValue {
-        func time(_ t: Double?) -> JSONValue { t.map { .string(RFC3339.string($0)) } ?? .null }
-        var members = [
-            JSONMember("domain", .string(domain)),
-            JSONMember("state", .string(state)),
-            JSONMember("serving", .string(serving)),
-            JSONMember("version", version.map { .number(JSONNumber(String($0))) } ?? .null),
-            JSONMember("fetchedAt", time(fetchedAt)),
-            JSONMember("expiresAt", time(expiresAt)),
-            JSONMember("lastFailure", lastFailure.map(Self.failureJSON) ?? .null),
-        ]
-        if detailed {
-            members.append(JSONMember("appIDs", .array((appIDs ?? []).map { .string($0) })))
-            members.append(JSONMember("diagnostics", diagnostics.flatMap { try? JSONReader.parse($0) } ?? .array([])))
-        }
-        return .object(JSONObject(members))
-    }
-
-    public static func failureJSON(_ failure: FailureInfo) -> JSONValue {
-        .object(JSONObject([
-            JSONMember("reason", .string(failure.reason)),
-            JSONMember("details", (try? JSONReader.parse(failure.details)) ?? .object(JSONObject())),
-            JSONMember("at", .string(RFC3339.string(failure.at))),
-        ]))
-    }
-}
-
-extension RefetchResult {
-    public var json: JSONValue {
-        .object(JSONObject([
-            JSONMember("domain", .string(host.description)),
-            JSONMember("outcome", .string(outcome)),
-            JSONMember("version", version.map { .number(JSONNumber(String($0))) } ?? .null),
-            JSONMember("previousVersion", previousVersion.map { .number(JSONNumber(String($0))) } ?? .null),
-            JSONMember("failure", failure.map(DomainStatus.failureJSON) ?? .null),
-            JSONMember("durationMs", .number(JSONNumber(String(format: "%.1f", durationMs)))),
-        ]))
-    }
 }

@@ -20,19 +20,10 @@ public enum HistoryViews {
         }
     }
 
-    static func number(_ value: Int?) -> JSONValue { value.map { .number(JSONNumber(String($0))) } ?? .null }
-    static func time(_ value: Double) -> JSONValue { .string(RFC3339.string(value)) }
-
-    /// `{"snapshots":[{"version","sha256","size","firstFetchedAt","lastConfirmedAt","valid"}]}`, newest first.
-    public static func snapshots(_ store: any SnapshotStoring, host: String) async throws -> JSONValue {
+    /// The stored versions, newest first.
+    public static func snapshots(_ store: any SnapshotStoring, host: String) async throws -> AdminJSON.Snapshots {
         guard try await store.host(host) != nil else { throw Problem.unknownHost(host) }
-        return .object(JSONObject([JSONMember("snapshots", .array(try await store.snapshots(host: host).map { s in
-            .object(JSONObject([
-                JSONMember("version", number(s.version)), JSONMember("sha256", .string(s.sha256)), JSONMember("size", number(s.size)),
-                JSONMember("firstFetchedAt", time(s.firstFetchedAt)), JSONMember("lastConfirmedAt", time(s.lastConfirmedAt)),
-                JSONMember("valid", .bool(s.valid)),
-            ]))
-        }))]))
+        return AdminJSON.Snapshots(try await store.snapshots(host: host))
     }
 
     /// The exact stored bytes of a version.
@@ -53,16 +44,9 @@ public enum HistoryViews {
         return AASADiff(old: try await document(from), new: try await document(to))
     }
 
-    /// `{"fetches":[{"at","outcome","status","reason","durationMs","version"}]}`, newest first.
-    public static func fetches(_ store: any SnapshotStoring, host: String, limit: Int) async throws -> JSONValue {
+    /// The fetch log, newest first.
+    public static func fetches(_ store: any SnapshotStoring, host: String, limit: Int) async throws -> AdminJSON.Fetches {
         guard try await store.host(host) != nil else { throw Problem.unknownHost(host) }
-        return .object(JSONObject([JSONMember("fetches", .array(try await store.fetches(host: host, limit: limit).map { f in
-            .object(JSONObject([
-                JSONMember("at", time(f.at)), JSONMember("outcome", .string(f.outcome)), JSONMember("status", number(f.status)),
-                JSONMember("reason", f.reason.map { .string($0) } ?? .null),
-                JSONMember("durationMs", .number(JSONNumber(String(format: "%.1f", f.durationMs)))),
-                JSONMember("version", number(f.version)), JSONMember("trigger", .string(f.trigger)),
-            ]))
-        }))]))
+        return AdminJSON.Fetches(try await store.fetches(host: host, limit: limit))
     }
 }

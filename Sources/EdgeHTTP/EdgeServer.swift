@@ -45,7 +45,7 @@ public enum EdgeServer {
             // A shared store may be down while the edge serves on from memory: ready, and says so.
             if edge.isShared {
                 let available = edge.storeAvailable
-                return Response.json(.ok, .object(JSONObject([JSONMember("store", .string(available ? "ok" : "unavailable"))])))
+                return Response.json(.ok, ["store": available ? "ok" : "unavailable"])
             }
             do {
                 try await edge.checkReady()
@@ -281,32 +281,24 @@ struct AdminRoutes: Sendable {
             }
             let page = await edge.domainPage(limit: limit, after: query.get("after"), state: state,
                                        query: query.get("q").map { String($0.prefix(256)).lowercased() })
-            return Response.json(.ok, .object(JSONObject([
-                JSONMember("domains", .array(page.domains.map { $0.json(detailed: false) })),
-                JSONMember("next", page.next.map { .string($0) } ?? .null),
-            ])))
+            return Response.json(.ok, AdminJSON.DomainList(domains: page.domains.map(AdminJSON.Domain.init), next: page.next))
         }
         group.get("/nodes") { request, _ in
             try authorize(request)
             let nodes = try await history { try await edge.nodes() }
-            return Response.json(.ok, .object(JSONObject([JSONMember("nodes", .array(nodes.map { node in
-                .object(JSONObject([
-                    JSONMember("node", .string(node.node)), JSONMember("startedAt", .string(RFC3339.string(node.startedAt))),
-                    JSONMember("lastSeenAt", .string(RFC3339.string(node.lastSeenAt))), JSONMember("version", .string(node.version)),
-                ]))
-            }))])))
+            return Response.json(.ok, AdminJSON.Nodes(nodes))
         }
         group.get("/domains/:host") { request, context in
             try authorize(request)
             let host = try parseHost(context.parameters.get("host") ?? "")
             guard let status = await edge.domain(host) else { throw AdminError(.notFound, "unknown host \(host)") }
-            return Response.json(.ok, status.json(detailed: true))
+            return Response.json(.ok, AdminJSON.DomainDetail(status))
         }
         group.post("/domains/:host/refetch") { request, context in
             try authorize(request)
             try requireStore()
             let host = try allowedHost(context.parameters.get("host") ?? "")
-            return Response.json(.ok, await edge.refetch(host).json)
+            return Response.json(.ok, AdminJSON.Refetch(await edge.refetch(host)))
         }
         group.post("/domains/:host/purge") { request, context in
             try authorize(request)
@@ -316,8 +308,7 @@ struct AdminRoutes: Sendable {
             guard ["true", "1", "false", "0"].contains(softText) else { throw AdminError(.badRequest, "soft must be true, false, 1 or 0") }
             let soft = softText == "true" || softText == "1"
             guard await edge.purge(host, soft: soft) != nil else { throw AdminError(.notFound, "unknown host \(host)") }
-            return Response.json(.ok, .object(JSONObject([JSONMember("domain", .string(host.description)),
-                                                  JSONMember("purge", .string(soft ? "soft" : "hard"))])))
+            return Response.json(.ok, AdminJSON.Purge(domain: host.description, soft: soft))
         }
         group.get("/domains/:host/snapshots") { request, context in
             try authorize(request)
@@ -390,12 +381,7 @@ struct AdminRoutes: Sendable {
             let appIDs = try strings("appIDs")
             let hosts = try strings("domains").map(allowedHost)
             let (results, skipped) = await edge.release(appIDs: appIDs, hosts: hosts)
-            func count(_ outcome: String) -> JSONValue { .number(JSONNumber(String(results.filter { $0.outcome == outcome }.count))) }
-            return Response.json(.ok, .object(JSONObject([
-                JSONMember("results", .array(results.map(\.json))),
-                JSONMember("updated", count("updated")), JSONMember("unchanged", count("unchanged")), JSONMember("failed", count("failed")),
-                JSONMember("skipped", .array(skipped.map { .string($0) })),
-            ])))
+            return Response.json(.ok, AdminJSON.Release(results: results, skipped: skipped))
         }
     }
 
@@ -486,7 +472,7 @@ struct AdminError: HTTPResponseError {
     }
 
     func response(from request: Request, context: some RequestContext) throws -> Response {
-        var response = Response.json(status, .object(JSONObject([JSONMember("error", .string(message))])))
+        var response = Response.json(status, AdminJSON.Problem(message))
         if status == .unauthorized { response.headers[.wwwAuthenticate] = "Bearer" }
         return response
     }
@@ -497,9 +483,16 @@ extension Response {
         Response(status: status, headers: [.contentType: "text/plain; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: text)))
     }
 
-    static func json(_ status: HTTPResponse.Status, _ value: JSONValue) -> Response {
-        Response(status: status, headers: [.contentType: "application/json"],
-                 body: .init(byteBuffer: ByteBuffer(string: JSONWriter.string(value) + "\n")))
+    /// `value` as compact JSON (`JSONValueEncoder`: members in declaration order, absent ones `null`).
+    static func json(_ status: HTTPResponse.Status, _ value: some Encodable) -> Response {
+        let text: String
+        do {
+            text = try JSONValueEncoder().string(value)
+        } catch {
+            // Only a non-finite number fails to encode; no body built here carries one.
+            return .text(.internalServerError, "the answer could not be written as JSON: \(error)")
+        }
+        return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: text + "\n")))
     }
 }
 

@@ -26,12 +26,12 @@ struct ProbeRoutes: Sendable {
                 throw AdminError(.badRequest, "limit must be a number from 1 to 1000")
             }
             let runs = try await admin.history { try await admin.edge.store.probeRunList(limit: limit) }
-            var items: [JSONValue] = []
+            var items: [Summary] = []
             for run in runs {
                 let records = try await admin.history { try await admin.edge.store.probeRun(run.id)?.1 ?? [] }
                 items.append(summary(run, changes: ProbeAnalysis.changes(records).count))
             }
-            return Response.json(.ok, .object(JSONObject([JSONMember("probes", .array(items))])))
+            return Response.json(.ok, ["probes": items])
         }
         group.post("/probes") { request, _ in
             try admin.authorize(request)
@@ -39,15 +39,13 @@ struct ProbeRoutes: Sendable {
             let configuration = try await parseStart(request)
             do {
                 let id = try await probes.start(configuration)
-                var response = Response.json(.accepted, .object(JSONObject([JSONMember("id", .number(JSONNumber(String(id))))])))
+                var response = Response.json(.accepted, ["id": id])
                 response.headers[.location] = "/admin/v1/probes/\(id)"
                 return response
             } catch let error as ProbeRunner.StartError {
                 switch error {
                 case .busy(let limit):
-                    var response = Response.json(.tooManyRequests, .object(JSONObject([
-                        JSONMember("error", .string("\(limit) probes are running (the limit): stop one first")),
-                    ])))
+                    var response = Response.json(.tooManyRequests, AdminJSON.Problem("\(limit) probes are running (the limit): stop one first"))
                     response.headers[.retryAfter] = "60"
                     return response
                 case .store(let problem):
@@ -58,16 +56,7 @@ struct ProbeRoutes: Sendable {
         group.get("/probes/:id") { request, context in
             try admin.authorize(request)
             let (run, records) = try await find(context)
-            let changes = ProbeAnalysis.changes(records)
-            // The `probe --json` object, its observation count replaced by the observations, then
-            // the run's own fields.
-            let report = ProbeAnalysis.json(host: run.host, cdnURL: run.cdnURL, observations: records.count, changes: changes).objectValue
-            var members = (report?.members ?? []).map { member in
-                member.key == "observations" ? JSONMember("observations", .array(Self.pairs(records).map(Self.observationJSON))) : member
-            }
-            let present = Set(members.map(\.key))
-            members += (summary(run, changes: changes.count).objectValue?.members ?? []).filter { !present.contains($0.key) }
-            return Response.json(.ok, .object(JSONObject(members)))
+            return Response.json(.ok, Detail(run: run, state: state(run), records: records))
         }
         group.get("/probes/:id/plot.svg") { request, context in
             try admin.authorize(request)
@@ -81,9 +70,7 @@ struct ProbeRoutes: Sendable {
             guard probes.stop(run.id) else {
                 throw AdminError(.conflict, "probe \(run.id) is not running in this server (\(state(run)))")
             }
-            return Response.json(.ok, .object(JSONObject([
-                JSONMember("id", .number(JSONNumber(String(run.id)))), JSONMember("state", .string("stopping")),
-            ])))
+            return Response.json(.ok, Stopping(id: run.id, state: "stopping"))
         }
     }
 
@@ -158,13 +145,9 @@ struct ProbeRoutes: Sendable {
         return Date().timeIntervalSince1970 - last < 2 * run.interval + 30 ? "running" : "interrupted"
     }
 
-    func summary(_ run: ProbeRun, changes: Int) -> JSONValue {
-        func time(_ t: Double?) -> JSONValue { t.map { .string(RFC3339.milliseconds($0)) } ?? .null }
-        return .object(JSONObject([
-            JSONMember("id", .number(JSONNumber(String(run.id)))), JSONMember("host", .string(run.host)),
-            JSONMember("cdnURL", .string(run.cdnURL)), JSONMember("startedAt", time(run.startedAt)), JSONMember("endedAt", time(run.endedAt)),
-            JSONMember("state", .string(state(run))), JSONMember("changes", .number(JSONNumber(String(changes)))),
-        ]))
+    func summary(_ run: ProbeRun, changes: Int) -> Summary {
+        Summary(id: run.id, host: run.host, cdnURL: run.cdnURL, startedAt: Timestamp(run.startedAt, milliseconds: true),
+                endedAt: Timestamp.of(run.endedAt, milliseconds: true), state: state(run), changes: changes)
     }
 
     /// Observations paired by tick: a tick's origin and CDN requests start together, so either may
@@ -184,19 +167,72 @@ struct ProbeRoutes: Sendable {
         }
         return pairs
     }
+}
 
-    /// `{"at","originVersion","cdnVersion","originStatus","cdnStatus"}`: a version is the first 10
-    /// hex digits of a 200's SHA-256 (what `probe` prints), null for anything else.
-    static func observationJSON(_ pair: (origin: ProbeRecord, cdn: ProbeRecord?)) -> JSONValue {
-        func version(_ r: ProbeRecord?) -> JSONValue {
-            guard let r, r.status == 200, let sha = r.sha256 else { return .null }
-            return .string(String(sha.prefix(10)))
+extension ProbeRoutes {
+    /// A run in `GET /probes`.
+    struct Summary: Encodable {
+        let id: Int64
+        let host: String
+        let cdnURL: String
+        let startedAt: Timestamp
+        let endedAt: Timestamp?
+        let state: String
+        let changes: Int
+    }
+
+    struct Stopping: Encodable {
+        let id: Int64
+        let state: String
+    }
+
+    /// `GET /probes/{id}`: the `probe --json` object with its observations listed instead of
+    /// counted, then the run's own fields.
+    struct Detail: Encodable {
+        let host: String
+        let cdnURL: String
+        let observations: [Observation]
+        let converged: Bool
+        let changes: [ProbeAnalysis.Report.Change]
+        let id: Int64
+        let startedAt: Timestamp
+        let endedAt: Timestamp?
+        let state: String
+
+        init(run: ProbeRun, state: String, records: [ProbeRecord]) {
+            let report = ProbeAnalysis.Report(host: run.host, cdnURL: run.cdnURL, observations: records.count,
+                                              changes: ProbeAnalysis.changes(records))
+            host = report.host
+            cdnURL = report.cdnURL
+            observations = ProbeRoutes.pairs(records).map(Observation.init)
+            converged = report.converged
+            changes = report.changes
+            id = run.id
+            startedAt = Timestamp(run.startedAt, milliseconds: true)
+            endedAt = Timestamp.of(run.endedAt, milliseconds: true)
+            self.state = state
         }
-        func status(_ r: ProbeRecord?) -> JSONValue { r?.status.map { .number(JSONNumber(String($0))) } ?? .null }
-        return .object(JSONObject([
-            JSONMember("at", .string(RFC3339.milliseconds(pair.origin.at))), JSONMember("originVersion", version(pair.origin)),
-            JSONMember("cdnVersion", version(pair.cdn)), JSONMember("originStatus", status(pair.origin)),
-            JSONMember("cdnStatus", status(pair.cdn)),
-        ]))
+    }
+
+    /// One tick: a version is the first 10 hex digits of a 200's SHA-256 (what `probe` prints),
+    /// null for anything else.
+    struct Observation: Encodable {
+        let at: Timestamp
+        let originVersion: String?
+        let cdnVersion: String?
+        let originStatus: Int?
+        let cdnStatus: Int?
+
+        init(_ pair: (origin: ProbeRecord, cdn: ProbeRecord?)) {
+            func version(_ r: ProbeRecord?) -> String? {
+                guard let r, r.status == 200, let sha = r.sha256 else { return nil }
+                return String(sha.prefix(10))
+            }
+            at = Timestamp(pair.origin.at, milliseconds: true)
+            originVersion = version(pair.origin)
+            cdnVersion = version(pair.cdn)
+            originStatus = pair.origin.status
+            cdnStatus = pair.cdn?.status
+        }
     }
 }

@@ -1,3 +1,4 @@
+import AASAEngine
 import Foundation
 
 /// RFC 3339 times in UTC, as the contract's JSON and the CLI print them.
@@ -16,4 +17,23 @@ public enum RFC3339 {
         let millis = min(999, Int(((unixSeconds - whole) * 1000).rounded(.down)))
         return String(string(whole).dropLast()) + String(format: ".%03dZ", millis)
     }
+}
+
+/// An instant in a JSON body: RFC 3339 UTC text in whole seconds, or with milliseconds where
+/// observations are finer than a second (probe runs).
+public struct Timestamp: JSONValueRepresentable, Sendable, Equatable {
+    public let seconds: Double
+    public let milliseconds: Bool
+
+    public init(_ seconds: Double, milliseconds: Bool = false) {
+        self.seconds = seconds
+        self.milliseconds = milliseconds
+    }
+
+    /// nil for no time (written as `null`).
+    public static func of(_ seconds: Double?, milliseconds: Bool = false) -> Timestamp? {
+        seconds.map { Timestamp($0, milliseconds: milliseconds) }
+    }
+
+    public var jsonValue: JSONValue { .string(milliseconds ? RFC3339.milliseconds(seconds) : RFC3339.string(seconds)) }
 }

@@ -46,8 +46,8 @@ public struct ProbeReport: Sendable {
     public let records: [ProbeRecord]
     public let changes: [ProbeChange]
 
-    public func json(_ configuration: ProbeConfiguration) -> JSONValue {
-        ProbeAnalysis.json(host: configuration.host.description, cdnURL: configuration.cdnURL, observations: records.count, changes: changes)
+    public func summary(_ configuration: ProbeConfiguration) -> ProbeAnalysis.Report {
+        ProbeAnalysis.Report(host: configuration.host.description, cdnURL: configuration.cdnURL, observations: records.count, changes: changes)
     }
 }
 

@@ -65,24 +65,37 @@ public enum ProbeAnalysis {
         changes.last?.cdnCaughtUpAt != nil
     }
 
-    /// `{"host","cdnURL","observations","converged","changes":[{"originChangedAt","cdnCaughtUpAt","delaySeconds",…}]}`.
-    public static func json(host: String, cdnURL: String, observations: Int, changes: [ProbeChange]) -> JSONValue {
-        func time(_ t: Double?) -> JSONValue { t.map { .string(RFC3339.milliseconds($0)) } ?? .null }
-        return .object(JSONObject([
-            JSONMember("host", .string(host)),
-            JSONMember("cdnURL", .string(cdnURL)),
-            JSONMember("observations", .number(JSONNumber(String(observations)))),
-            JSONMember("converged", .bool(converged(changes))),
-            JSONMember("changes", .array(changes.map { c in
-                .object(JSONObject([
-                    JSONMember("originChangedAt", time(c.originChangedAt)),
-                    JSONMember("cdnCaughtUpAt", time(c.cdnCaughtUpAt)),
-                    JSONMember("delaySeconds", c.delaySeconds.map { .number(JSONNumber(String(format: "%.3f", $0))) } ?? .null),
-                    JSONMember("originPreviousSeenAt", time(c.originPreviousSeenAt)),
-                    JSONMember("sha256", .string(c.sha256)),
-                    JSONMember("observedAtStart", .bool(c.observedAtStart)),
-                ]))
-            })),
-        ]))
+    /// What `probe --json` prints: `{"host","cdnURL","observations","converged","changes":[…]}`.
+    public struct Report: Encodable, Sendable {
+        public struct Change: Encodable, Sendable {
+            public let originChangedAt: Timestamp
+            public let cdnCaughtUpAt: Timestamp?
+            public let delaySeconds: FixedPoint?
+            public let originPreviousSeenAt: Timestamp?
+            public let sha256: String
+            public let observedAtStart: Bool
+
+            public init(_ c: ProbeChange) {
+                originChangedAt = Timestamp(c.originChangedAt, milliseconds: true)
+                cdnCaughtUpAt = Timestamp.of(c.cdnCaughtUpAt, milliseconds: true)
+                delaySeconds = c.delaySeconds.map { FixedPoint($0, decimals: 3) }
+                originPreviousSeenAt = Timestamp.of(c.originPreviousSeenAt, milliseconds: true)
+                sha256 = c.sha256
+                observedAtStart = c.observedAtStart
+            }
+        }
+        public let host: String
+        public let cdnURL: String
+        public let observations: Int
+        public let converged: Bool
+        public let changes: [Change]
+
+        public init(host: String, cdnURL: String, observations: Int, changes: [ProbeChange]) {
+            self.host = host
+            self.cdnURL = cdnURL
+            self.observations = observations
+            converged = ProbeAnalysis.converged(changes)
+            self.changes = changes.map(Change.init)
+        }
     }
 }

@@ -79,34 +79,45 @@ public enum Propagation {
         return sorted[min(max(rank, 1), sorted.count) - 1]
     }
 
-    /// The admin API's shape for one host.
-    public static func json(domain: String, _ versions: [VersionPropagation]) -> JSONValue {
-        func time(_ t: Double?) -> JSONValue { t.map { .string(RFC3339.string($0)) } ?? .null }
-        func seconds(_ s: Double?) -> JSONValue { s.map { .number(JSONNumber(String(format: "%.3f", $0))) } ?? .null }
-        return .object(JSONObject([
-            JSONMember("domain", .string(domain)),
-            JSONMember("versions", .array(versions.map { v in
-                .object(JSONObject([
-                    JSONMember("version", .number(JSONNumber(String(v.version)))),
-                    JSONMember("originLastSeenPrevious", time(v.originLastSeenPrevious)),
-                    JSONMember("originFirstSeen", time(v.originFirstSeen)),
-                    JSONMember("firstServedAt", time(v.firstServedAt)),
-                    JSONMember("lastServedPrevious", time(v.lastServedPrevious)),
-                    JSONMember("clients", .object(JSONObject([
-                        JSONMember("count", .number(JSONNumber(String(v.clientDelays.count)))),
-                        JSONMember("p50Seconds", seconds(percentile(v.clientDelays, 50))),
-                        JSONMember("p95Seconds", seconds(percentile(v.clientDelays, 95))),
-                        JSONMember("maxSeconds", seconds(v.clientDelays.last)),
-                        JSONMember("others", .number(JSONNumber(String(v.others)))),
-                    ]))),
-                    JSONMember("clientsBehind", .array(v.clientsBehind.map { c in
-                        .object(JSONObject([
-                            JSONMember("client", .string(c.client)), JSONMember("version", .number(JSONNumber(String(c.version)))),
-                            JSONMember("lastServedAt", time(c.lastServedAt)),
-                        ]))
-                    })),
-                ]))
-            })),
-        ]))
+    /// `GET /admin/v1/domains/{host}/propagation`: each version's travel, oldest first.
+    public struct Report: Encodable, Sendable {
+        public struct Version: Encodable, Sendable {
+            public let version: Int
+            public let originLastSeenPrevious: Timestamp?
+            public let originFirstSeen: Timestamp
+            public let firstServedAt: Timestamp?
+            public let lastServedPrevious: Timestamp?
+            public let clients: Clients
+            public let clientsBehind: [Behind]
+        }
+        /// Delays of the clients that received the version (nearest-rank percentiles, seconds).
+        public struct Clients: Encodable, Sendable {
+            public let count: Int
+            public let p50Seconds: FixedPoint?
+            public let p95Seconds: FixedPoint?
+            public let maxSeconds: FixedPoint?
+            public let others: Int
+        }
+        public struct Behind: Encodable, Sendable {
+            public let client: String
+            public let version: Int
+            public let lastServedAt: Timestamp
+        }
+        public let domain: String
+        public let versions: [Version]
+
+        public init(domain: String, _ versions: [VersionPropagation]) {
+            func seconds(_ s: Double?) -> FixedPoint? { s.map { FixedPoint($0, decimals: 3) } }
+            self.domain = domain
+            self.versions = versions.map { v in
+                Version(version: v.version, originLastSeenPrevious: Timestamp.of(v.originLastSeenPrevious),
+                        originFirstSeen: Timestamp(v.originFirstSeen), firstServedAt: Timestamp.of(v.firstServedAt),
+                        lastServedPrevious: Timestamp.of(v.lastServedPrevious),
+                        clients: Clients(count: v.clientDelays.count, p50Seconds: seconds(Propagation.percentile(v.clientDelays, 50)),
+                                         p95Seconds: seconds(Propagation.percentile(v.clientDelays, 95)),
+                                         maxSeconds: seconds(v.clientDelays.last), others: v.others),
+                        clientsBehind: v.clientsBehind.map { Behind(client: $0.client, version: $0.version, lastServedAt: Timestamp($0.lastServedAt)) })
+            }
+        }
     }
 }

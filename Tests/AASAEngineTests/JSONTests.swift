@@ -78,3 +78,66 @@ import Testing
         #expect(JSONPointer.root.description == "")
     }
 }
+
+@Suite struct JSONValueEncoderTests {
+    struct Inner: Encodable {
+        let flag: Bool
+        let ratio: Double
+    }
+    struct Outer: Encodable {
+        let zeta: String
+        let alpha: Int?
+        let missing: String?
+        let inner: Inner?
+        let list: [Int8]
+        let fixed: FixedPoint
+        let embedded: JSONValue
+        let unsigned: UInt64
+    }
+
+    @Test func declarationOrderAndExplicitNulls() throws {
+        let value = Outer(zeta: "z", alpha: 3, missing: nil, inner: Inner(flag: true, ratio: 0.25), list: [1, -2],
+                          fixed: FixedPoint(6.66, decimals: 1), embedded: ["k": [1, nil]], unsigned: .max)
+        let text = try JSONValueEncoder().string(value)
+        #expect(text == #"{"zeta":"z","alpha":3,"missing":null,"inner":{"flag":true,"ratio":0.25},"list":[1,-2],"fixed":6.7,"embedded":{"k":[1,null]},"unsigned":18446744073709551615}"#)
+        let absent = Outer(zeta: "", alpha: nil, missing: nil, inner: nil, list: [], fixed: FixedPoint(0, decimals: 3), embedded: .null, unsigned: 0)
+        #expect(try JSONValueEncoder().string(absent) == #"{"zeta":"","alpha":null,"missing":null,"inner":null,"list":[],"fixed":0.000,"embedded":null,"unsigned":0}"#)
+    }
+
+    /// A custom `encode(to:)` that adds members to the object another type wrote keeps both in order.
+    @Test func membersAddedAfterAnotherTypesAreAppended() throws {
+        struct Extended: Encodable {
+            let base: Inner
+            enum CodingKeys: String, CodingKey { case extra }
+            func encode(to encoder: any Encoder) throws {
+                try base.encode(to: encoder)
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(["a", "b"], forKey: .extra)
+            }
+        }
+        #expect(try JSONValueEncoder().string(Extended(base: Inner(flag: false, ratio: 1))) == #"{"flag":false,"ratio":1.0,"extra":["a","b"]}"#)
+    }
+
+    @Test func nonFiniteNumbersAreRefused() {
+        #expect(throws: EncodingError.self) { try JSONValueEncoder().encode(Inner(flag: true, ratio: .nan)) }
+        #expect(throws: EncodingError.self) { try JSONValueEncoder().encode([Double.infinity]) }
+    }
+
+    /// What it writes reads back as the same value, and Foundation-free round trips keep strings exact.
+    @Test func outputParsesBack() throws {
+        let tricky = ["quote\"", "line\nbreak", "\u{1}", "é", "\u{2028}"]
+        let text = try JSONValueEncoder().string(tricky)
+        #expect(try JSONReader.parse(text) == .array(tricky.map { .string($0) }))
+    }
+}
+
+@Suite struct FixedPointTests {
+    @Test func roundsHalfAwayFromZero() {
+        let cases: [(Double, Int, String)] = [(6.66, 1, "6.7"), (0, 3, "0.000"), (0.004, 3, "0.004"), (24, 3, "24.000"), (-1.25, 1, "-1.3"),
+                                              (1234.5678, 1, "1234.6"), (0.05, 1, "0.1"), (-0.01, 1, "0.0"), (7.5, 0, "8"), (3, 0, "3")]
+        for (value, decimals, text) in cases {
+            #expect(FixedPoint(value, decimals: decimals).jsonValue == .number(JSONNumber(text)), "\(value) to \(decimals)")
+        }
+        #expect(FixedPoint(.nan, decimals: 1).jsonValue == .null)
+    }
+}

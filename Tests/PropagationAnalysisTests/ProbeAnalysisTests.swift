@@ -54,7 +54,7 @@ struct ProbeAnalysisTests {
         #expect(changes.first?.cdnCaughtUpAt == 2)
     }
 
-    @Test func laterChangeNotCaughtUpKeepsTheRunOpen() {
+    @Test func laterChangeNotCaughtUpKeepsTheRunOpen() throws {
         let changes = ProbeAnalysis.changes([
             record(0, "origin", "a"), record(0, "cdn", "a"),
             record(1, "origin", "b"), record(1, "cdn", "a"),
@@ -64,7 +64,7 @@ struct ProbeAnalysisTests {
         #expect(changes.map(\.originChangedAt) == [1, 2])
         #expect(changes.map(\.cdnCaughtUpAt) == [2, nil])
         #expect(!ProbeAnalysis.converged(changes))
-        let json = ProbeAnalysis.json(host: "h.test", cdnURL: "http://x/a/v1/h.test", observations: 8, changes: changes)
+        let json = try JSONValueEncoder().encode(ProbeAnalysis.Report(host: "h.test", cdnURL: "http://x/a/v1/h.test", observations: 8, changes: changes))
         #expect(json.objectValue?["changes"]?.arrayValue?.last?.objectValue?["delaySeconds"] == .null)
         #expect(json.objectValue?["changes"]?.arrayValue?.first?.objectValue?["delaySeconds"] == .number(JSONNumber("1.000")))
     }

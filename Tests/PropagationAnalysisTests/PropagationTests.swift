@@ -1,3 +1,4 @@
+import AASAEngine
 import EdgeModel
 @testable import PropagationAnalysis
 import SnapshotStore
@@ -35,7 +36,7 @@ import Testing
         #expect(v1.clientsBehind.isEmpty)
         #expect(Propagation.percentile(v2.clientDelays, 50) == 50)
         #expect(Propagation.percentile(v2.clientDelays, 95) == 200)
-        let json = Propagation.json(domain: "h", versions)
+        let json = try JSONValueEncoder().encode(Propagation.Report(domain: "h", versions))
         let first = try #require(json.objectValue?["versions"]?.arrayValue?.first?.objectValue)
         #expect(first.keys == ["version", "originLastSeenPrevious", "originFirstSeen", "firstServedAt", "lastServedPrevious", "clients", "clientsBehind"])
         #expect(first["clients"]?.objectValue?["count"] == 3)
