@@ -6,6 +6,8 @@ public enum OutsideText {
     public static let defaultLimit = 256
 
     public static func clean(_ text: some StringProtocol, limit: Int = defaultLimit) -> String {
+        // Most text from outside is already clean: one pass over its bytes, no rebuilding.
+        if text.utf8.count <= limit && !hasControlBytes(text.utf8) { return String(text) }
         var out = ""
         var bytes = 0
         for scalar in text.unicodeScalars {
@@ -23,6 +25,16 @@ public enum OutsideText {
             bytes += size
         }
         return out
+    }
+
+    /// A C0 control or DEL (one byte), or a C1 control (U+0080-U+009F: 0xC2 then 0x80-0x9F).
+    static func hasControlBytes(_ bytes: some Sequence<UInt8>) -> Bool {
+        var afterC2 = false
+        for byte in bytes {
+            if byte < 0x20 || byte == 0x7F || (afterC2 && byte <= 0x9F && byte >= 0x80) { return true }
+            afterC2 = byte == 0xC2
+        }
+        return false
     }
 
     /// Whether `clean` would return the text unchanged.

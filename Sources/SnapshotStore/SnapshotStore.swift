@@ -3,11 +3,14 @@ import Foundation
 import GRDB
 
 /// The edge's durable store: versioned snapshots, host state and the origin fetch log, in SQLite
-/// (WAL) through GRDB. The only code that touches SQLite. Every change is one transaction, so a
+/// (WAL) through GRDB. The only code that touches SQLite. Every change is one transaction (a fetch's
+/// record is a savepoint in a transaction it may share with other fetches': `GroupCommit`), so a
 /// crash at any point leaves a consistent database, and a failed fetch never replaces or deletes a
 /// good snapshot.
 public final class SnapshotStore: Sendable {
     private let pool: DatabasePool
+    /// The fetch records' writer (one commit per batch of fetches).
+    let commits: GroupCommit
     public let path: String
 
     public init(path: String) throws {
@@ -22,7 +25,7 @@ public final class SnapshotStore: Sendable {
         configuration.busyMode = .timeout(5)
         // WAL with synchronous=NORMAL: a commit is not fsynced on its own (checkpoints are), so a
         // killed process loses nothing committed and the database is never corrupted; a power
-        // loss may lose the last commits. Each fetch is one commit, and a release makes thousands.
+        // loss may lose the last commits. A release makes thousands of fetch records.
         configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
         // Several processes may open a new store at once (an edge and probes, two probes): the
         // switch to WAL does not wait for a lock, and each migrator may find a migration missing
@@ -33,6 +36,7 @@ public final class SnapshotStore: Sendable {
             try DatabasePool(path: path, configuration: configuration)
         }
         try Self.retrying(when: { _ in true }) { [pool] in try Self.migrator.migrate(pool) }
+        commits = GroupCommit(pool: pool)
     }
 
     /// `body`, tried again every 0.1 s (50 times at most) while it fails with an error `retry` accepts.
@@ -273,8 +277,8 @@ public final class SnapshotStore: Sendable {
     /// (content-addressed); new bytes become the next version.
     public func recordSuccess(host name: String, body: [UInt8], sha256: String, etag: String?, lastModified: String?,
                               contentType: String?, cacheControl: String?, valid: Bool, diagnostics: String,
-                              appIDs: [String], fetch: FetchRecord) throws -> RecordedFetch {
-        try pool.write { db in
+                              appIDs: [String], fetch: FetchRecord) async throws -> RecordedFetch {
+        try await commits.write { db in
             try Self.ensureHost(db, name, at: fetch.at)
             let previous = try Self.currentVersion(db, name)
             let version: Int
@@ -306,8 +310,8 @@ public final class SnapshotStore: Sendable {
     /// The origin answered 304: the current copy is confirmed.
     /// - Parameter startedAt: when the fetch began: a purge recorded since then stands (the 304
     ///   answers a question asked before the purge).
-    public func recordNotModified(host name: String, fetch: FetchRecord, startedAt: Double) throws -> RecordedFetch {
-        try pool.write { db in
+    public func recordNotModified(host name: String, fetch: FetchRecord, startedAt: Double) async throws -> RecordedFetch {
+        try await commits.write { db in
             try Self.ensureHost(db, name, at: fetch.at)
             let version = try Self.currentVersion(db, name)
             try db.cachedStatement(sql: """
@@ -325,8 +329,8 @@ public final class SnapshotStore: Sendable {
     }
 
     /// The fetch failed. The current snapshot stays; the failure is recorded beside it.
-    public func recordFailure(host name: String, reason: String, details: String, fetch: FetchRecord) throws -> RecordedFetch {
-        try pool.write { db in
+    public func recordFailure(host name: String, reason: String, details: String, fetch: FetchRecord) async throws -> RecordedFetch {
+        try await commits.write { db in
             try Self.ensureHost(db, name, at: fetch.at)
             let version = try Self.currentVersion(db, name)
             try db.cachedStatement(sql: """

@@ -141,3 +141,18 @@ import Testing
         #expect(FixedPoint(.nan, decimals: 1).jsonValue == .null)
     }
 }
+
+@Suite struct OutsideTextTests {
+    /// Clean text comes back as it is; C0, DEL and C1 controls are shown escaped; long text is cut.
+    @Test func controlsAreEscapedAndCleanTextKept() {
+        #expect(OutsideText.clean("application/json; charset=utf-8") == "application/json; charset=utf-8")
+        #expect(OutsideText.clean("é ü – ✓") == "é ü – ✓")
+        #expect(OutsideText.clean("a\u{1B}[31mb") == "a\\u{1B}[31mb")
+        #expect(OutsideText.clean("bell\u{7}") == "bell\\u{7}")
+        #expect(OutsideText.clean("del\u{7F}") == "del\\u{7F}")
+        #expect(OutsideText.clean("c1\u{85}x\u{9F}") == "c1\\u{85}x\\u{9F}")
+        #expect(OutsideText.clean("\u{A0}\u{C2}") == "\u{A0}\u{C2}")  // 0xC2 0xA0 and 0xC3 0x82: not controls
+        #expect(OutsideText.clean(String(repeating: "x", count: 20), limit: 10) == "xxxxxxxxxx…")
+        #expect(OutsideText.clean("\u{1}\u{1}", limit: 7) == "\\u{1}…")
+    }
+}

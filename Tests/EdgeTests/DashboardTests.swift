@@ -108,14 +108,14 @@ import Testing
 
     /// The host list is paged (100 a page, a next link) and can be filtered by name and state,
     /// through the admin list's paging (before: every host on one page).
-    @Test func hostListIsPagedAndFiltered() throws {
+    @Test func hostListIsPagedAndFiltered() async throws {
         let db = temporaryDB()
         try FileManager.default.createDirectory(atPath: (db as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         let store = try SnapshotStore(path: db)
         let now = Date().timeIntervalSince1970
         for i in 0..<230 {
             let fetch = FetchRecord(at: now, status: 500, durationMs: 1, trigger: "request")
-            _ = try store.recordFailure(host: String(format: "d%03d.page.test", i), reason: "SWCERR00101 Bad HTTP Response: 500 Error", details: "{}", fetch: fetch)
+            _ = try await store.recordFailure(host: String(format: "d%03d.page.test", i), reason: "SWCERR00101 Bad HTTP Response: 500 Error", details: "{}", fetch: fetch)
         }
         let edge = try startEdge(hosts: [], db: db)
         defer { edge.stop() }

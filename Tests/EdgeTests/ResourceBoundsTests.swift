@@ -303,7 +303,7 @@ import Testing
 
     /// The admin list is sorted once and paged (`limit`, `after`, `state`, `q`, answered with
     /// `next`); the pages together are every host exactly once.
-    @Test func adminDomainListIsPaged() throws {
+    @Test func adminDomainListIsPaged() async throws {
         let db = temporaryDB()
         try FileManager.default.createDirectory(atPath: (db as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         let store = try SnapshotStore(path: db)
@@ -312,12 +312,12 @@ import Testing
         for (i, name) in names.enumerated() {
             let fetch = FetchRecord(at: now, status: 200, durationMs: 1, trigger: "request", expiresAt: now + 3600)
             if i % 4 == 0 {
-                _ = try store.recordFailure(host: name, reason: "SWCERR00203 Connection Failed", details: "{}", fetch: fetch)
+                _ = try await store.recordFailure(host: name, reason: "SWCERR00203 Connection Failed", details: "{}", fetch: fetch)
             } else {
                 let body = Array(aasaBody().utf8)
-                _ = try store.recordSuccess(host: name, body: body, sha256: SHA256.hex(body), etag: nil, lastModified: nil,
-                                            contentType: nil, cacheControl: nil, valid: true, diagnostics: "[]",
-                                            appIDs: ["ABCDE12345.com.example.app"], fetch: fetch)
+                _ = try await store.recordSuccess(host: name, body: body, sha256: SHA256.hex(body), etag: nil, lastModified: nil,
+                                                  contentType: nil, cacheControl: nil, valid: true, diagnostics: "[]",
+                                                  appIDs: ["ABCDE12345.com.example.app"], fetch: fetch)
             }
         }
         let edge = try startEdge(hosts: [], db: db)

@@ -153,7 +153,7 @@ func changes(_ store: PostgresStore, count: Int, within seconds: Double = 10) as
         let source = try SnapshotStore(path: path)
         try await success(source, "one", at: 1, host: "a.test")
         try await success(source, "two", at: 2, host: "a.test")
-        _ = try source.recordFailure(host: "b.test", reason: "SWCERR00201 DNS Failure", details: "{}", fetch: fetch(at: 3, status: nil))
+        _ = try await source.recordFailure(host: "b.test", reason: "SWCERR00201 DNS Failure", details: "{}", fetch: fetch(at: 3, status: nil))
         try source.recordServed([ServedEvent(host: "a.test", version: 2, at: 4, client: "phone")])
         let run = try source.startProbeRun(host: "a.test", cdnURL: "https://cdn/a/v1/a.test", interval: 5, at: 5)
         try source.recordProbeObservation(run: run, ProbeRecord(at: 6, source: "origin", status: 200, sha256: "s", canonicalSha256: "c", age: nil,
