@@ -92,50 +92,65 @@ public struct JSONValueEncoder {
 }
 
 /// One value under construction; containers hold their members as slots so that a nested
-/// container handed out earlier still writes into its place.
+/// container handed out earlier still writes into its place. Members and elements are appended
+/// in place (a release answer lists thousands).
 private final class Slot {
-    enum Content {
-        case value(JSONValue)
-        case object([(key: String, slot: Slot)])
-        case array([Slot])
+    enum Kind {
+        case value
+        case object
+        case array
     }
-    var content: Content = .value(.null)
+    private(set) var kind = Kind.value
+    private var scalar = JSONValue.null
+    private var members: [(key: String, slot: Slot)] = []
+    private var elements: [Slot] = []
 
     var value: JSONValue {
-        switch content {
-        case .value(let value): return value
-        case .object(let members): return .object(JSONObject(members.map { JSONMember($0.key, $0.slot.value) }))
-        case .array(let elements): return .array(elements.map(\.value))
+        switch kind {
+        case .value: return scalar
+        case .object: return .object(JSONObject(members.map { JSONMember($0.key, $0.slot.value) }))
+        case .array: return .array(elements.map(\.value))
         }
+    }
+
+    var count: Int { kind == .array ? elements.count : 0 }
+
+    func set(_ value: JSONValue) {
+        kind = .value
+        scalar = value
+    }
+
+    func makeObject() {
+        guard kind != .object else { return }
+        kind = .object
+        members = []
+    }
+
+    func makeArray() {
+        guard kind != .array else { return }
+        kind = .array
+        elements = []
     }
 
     func store(_ value: some Encodable, path: [any CodingKey]) throws {
         if let own = value as? any JSONValueRepresentable {
-            content = .value(own.jsonValue)
+            set(own.jsonValue)
         } else {
             try value.encode(to: SlotEncoder(slot: self, codingPath: path))
         }
     }
 
     func appendMember(_ key: String) -> Slot {
+        makeObject()
         let slot = Slot()
-        if case .object(var members) = content {
-            members.append((key, slot))
-            content = .object(members)
-        } else {
-            content = .object([(key, slot)])
-        }
+        members.append((key, slot))
         return slot
     }
 
     func appendElement() -> Slot {
+        makeArray()
         let slot = Slot()
-        if case .array(var elements) = content {
-            elements.append(slot)
-            content = .array(elements)
-        } else {
-            content = .array([slot])
-        }
+        elements.append(slot)
         return slot
     }
 
@@ -154,12 +169,12 @@ private struct SlotEncoder: Encoder {
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-        if case .object = slot.content {} else { slot.content = .object([]) }
+        slot.makeObject()
         return KeyedEncodingContainer(KeyedSlotContainer<Key>(slot: slot, codingPath: codingPath))
     }
 
     func unkeyedContainer() -> any UnkeyedEncodingContainer {
-        if case .array = slot.content {} else { slot.content = .array([]) }
+        slot.makeArray()
         return UnkeyedSlotContainer(slot: slot, codingPath: codingPath)
     }
 
@@ -173,7 +188,7 @@ private struct KeyedSlotContainer<Key: CodingKey>: KeyedEncodingContainerProtoco
     let slot: Slot
     let codingPath: [any CodingKey]
 
-    private func put(_ value: JSONValue, _ key: Key) { slot.appendMember(key.stringValue).content = .value(value) }
+    private func put(_ value: JSONValue, _ key: Key) { slot.appendMember(key.stringValue).set(value) }
 
     mutating func encodeNil(forKey key: Key) throws { put(.null, key) }
     mutating func encode(_ value: Bool, forKey key: Key) throws { put(.bool(value), key) }
@@ -216,13 +231,13 @@ private struct KeyedSlotContainer<Key: CodingKey>: KeyedEncodingContainerProtoco
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
         let member = slot.appendMember(key.stringValue)
-        member.content = .object([])
+        member.makeObject()
         return KeyedEncodingContainer(KeyedSlotContainer<NestedKey>(slot: member, codingPath: codingPath + [key]))
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
         let member = slot.appendMember(key.stringValue)
-        member.content = .array([])
+        member.makeArray()
         return UnkeyedSlotContainer(slot: member, codingPath: codingPath + [key])
     }
 
@@ -233,20 +248,20 @@ private struct KeyedSlotContainer<Key: CodingKey>: KeyedEncodingContainerProtoco
 private struct UnkeyedSlotContainer: UnkeyedEncodingContainer {
     let slot: Slot
     let codingPath: [any CodingKey]
-    var count: Int { if case .array(let elements) = slot.content { elements.count } else { 0 } }
+    var count: Int { slot.count }
 
-    mutating func encodeNil() throws { slot.appendElement().content = .value(.null) }
+    mutating func encodeNil() throws { slot.appendElement().set(.null) }
     mutating func encode(_ value: some Encodable) throws { try slot.appendElement().store(value, path: codingPath) }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
         let element = slot.appendElement()
-        element.content = .object([])
+        element.makeObject()
         return KeyedEncodingContainer(KeyedSlotContainer<NestedKey>(slot: element, codingPath: codingPath))
     }
 
     mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
         let element = slot.appendElement()
-        element.content = .array([])
+        element.makeArray()
         return UnkeyedSlotContainer(slot: element, codingPath: codingPath)
     }
 
@@ -257,20 +272,20 @@ private struct SingleSlotContainer: SingleValueEncodingContainer {
     let slot: Slot
     let codingPath: [any CodingKey]
 
-    mutating func encodeNil() throws { slot.content = .value(.null) }
-    mutating func encode(_ value: Bool) throws { slot.content = .value(.bool(value)) }
-    mutating func encode(_ value: String) throws { slot.content = .value(.string(value)) }
-    mutating func encode(_ value: Double) throws { slot.content = .value(try Slot.number(value)) }
-    mutating func encode(_ value: Float) throws { slot.content = .value(try Slot.number(value)) }
-    mutating func encode(_ value: Int) throws { slot.content = .value(Slot.number(value)) }
-    mutating func encode(_ value: Int8) throws { slot.content = .value(Slot.number(value)) }
-    mutating func encode(_ value: Int16) throws { slot.content = .value(Slot.number(value)) }
-    mutating func encode(_ value: Int32) throws { slot.content = .value(Slot.number(value)) }
-    mutating func encode(_ value: Int64) throws { slot.content = .value(Slot.number(value)) }
-    mutating func encode(_ value: UInt) throws { slot.content = .value(Slot.number(value)) }
-    mutating func encode(_ value: UInt8) throws { slot.content = .value(Slot.number(value)) }
-    mutating func encode(_ value: UInt16) throws { slot.content = .value(Slot.number(value)) }
-    mutating func encode(_ value: UInt32) throws { slot.content = .value(Slot.number(value)) }
-    mutating func encode(_ value: UInt64) throws { slot.content = .value(Slot.number(value)) }
+    mutating func encodeNil() throws { slot.set(.null) }
+    mutating func encode(_ value: Bool) throws { slot.set(.bool(value)) }
+    mutating func encode(_ value: String) throws { slot.set(.string(value)) }
+    mutating func encode(_ value: Double) throws { slot.set(try Slot.number(value)) }
+    mutating func encode(_ value: Float) throws { slot.set(try Slot.number(value)) }
+    mutating func encode(_ value: Int) throws { slot.set(Slot.number(value)) }
+    mutating func encode(_ value: Int8) throws { slot.set(Slot.number(value)) }
+    mutating func encode(_ value: Int16) throws { slot.set(Slot.number(value)) }
+    mutating func encode(_ value: Int32) throws { slot.set(Slot.number(value)) }
+    mutating func encode(_ value: Int64) throws { slot.set(Slot.number(value)) }
+    mutating func encode(_ value: UInt) throws { slot.set(Slot.number(value)) }
+    mutating func encode(_ value: UInt8) throws { slot.set(Slot.number(value)) }
+    mutating func encode(_ value: UInt16) throws { slot.set(Slot.number(value)) }
+    mutating func encode(_ value: UInt32) throws { slot.set(Slot.number(value)) }
+    mutating func encode(_ value: UInt64) throws { slot.set(Slot.number(value)) }
     mutating func encode(_ value: some Encodable) throws { try slot.store(value, path: codingPath) }
 }

@@ -1,3 +1,5 @@
+import AASAEngine
+
 /// The records the store keeps and gives back, shared by the store, the edge and its views.
 
 /// A stored version of a host's AASA file: the exact origin bytes and what was known of them.
@@ -308,5 +310,19 @@ public struct ProbeRunCopy: Sendable {
         self.interval = interval
         self.startedAt = startedAt
         self.observations = observations
+    }
+}
+
+/// A list of strings as the stores keep it in one text column (a JSON array, e.g. a snapshot's
+/// app IDs).
+public enum StoredList {
+    public static func encode(_ list: [String]) -> String {
+        JSONWriter.string(.array(list.map { .string($0) }))
+    }
+
+    /// The strings of a stored array; empty for anything else.
+    public static func decode(_ text: String?) -> [String] {
+        guard let text, let elements = (try? JSONReader.parse(text))?.arrayValue else { return [] }
+        return elements.compactMap(\.stringValue)
     }
 }

@@ -386,7 +386,7 @@ public final class PostgresStore: SharedStoring, Sendable {
             failure = StoredFailure(reason: reason, details: details ?? "{}", at: failureAt, upstream: UpstreamHeaders(stored: failureUpstream))
         }
         return StoredHost(name: name, currentVersion: version, confirmedAt: confirmed, failure: failure, purge: purge,
-                          appIDs: decodeList(appIDs), upstream: UpstreamHeaders(stored: upstream))
+                          appIDs: StoredList.decode(appIDs), upstream: UpstreamHeaders(stored: upstream))
     }
 
     private static let snapshotColumns = """
@@ -405,16 +405,7 @@ public final class PostgresStore: SharedStoring, Sendable {
                               firstFetchedAt: try cells["first_fetched_at"].decode(Double.self),
                               lastConfirmedAt: try cells["last_confirmed_at"].decode(Double.self),
                               valid: try cells["valid"].decode(Bool.self), diagnostics: try cells["diagnostics"].decode(String.self),
-                              appIDs: decodeList(try cells["app_ids"].decode(String.self)))
-    }
-
-    static func decodeList(_ text: String?) -> [String] {
-        guard let text, let data = text.data(using: .utf8), let list = try? JSONSerialization.jsonObject(with: data) as? [String] else { return [] }
-        return list
-    }
-
-    static func encodeList(_ list: [String]) -> String {
-        (try? String(decoding: JSONSerialization.data(withJSONObject: list), as: UTF8.self)) ?? "[]"
+                              appIDs: StoredList.decode(try cells["app_ids"].decode(String.self)))
     }
 
     public func host(_ name: String) async throws -> (StoredHost, StoredSnapshot?)? {
@@ -653,7 +644,7 @@ public final class PostgresStore: SharedStoring, Sendable {
                     INSERT INTO snapshot (host, version, sha256, size, body, etag, last_modified, content_type, cache_control,
                                           first_fetched_at, last_confirmed_at, valid, diagnostics, app_ids)
                     VALUES (\(name), \(version), \(sha256), \(body.count), \(ByteBuffer(bytes: body)), \(etag), \(lastModified),
-                            \(contentType), \(cacheControl), \(fetch.at), \(fetch.at), \(valid), \(diagnostics), \(Self.encodeList(appIDs)))
+                            \(contentType), \(cacheControl), \(fetch.at), \(fetch.at), \(valid), \(diagnostics), \(StoredList.encode(appIDs)))
                     """, logger: logger)
             }
             try await connection.query("""

@@ -57,7 +57,7 @@ extension PostgresStore {
                     VALUES (\(name), \(snapshot.version), \(snapshot.sha256), \(snapshot.body.count), \(ByteBuffer(bytes: snapshot.body)),
                             \(snapshot.etag), \(snapshot.lastModified), \(snapshot.contentType), \(snapshot.cacheControl),
                             \(snapshot.firstFetchedAt), \(snapshot.lastConfirmedAt), \(snapshot.valid), \(snapshot.diagnostics),
-                            \(Self.encodeList(snapshot.appIDs)))
+                            \(StoredList.encode(snapshot.appIDs)))
                     """, logger: logger)
                 counts.versions += 1
             }

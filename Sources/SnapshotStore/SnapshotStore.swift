@@ -206,7 +206,7 @@ public final class SnapshotStore: Sendable {
                 SELECT host.*, snapshot.appIDs AS currentAppIDs FROM host
                 LEFT JOIN snapshot ON snapshot.host = host.name AND snapshot.version = host.currentVersion
                 ORDER BY host.name
-                """).map { row in Self.host(row, appIDs: Self.decodeList(row["currentAppIDs"])) }
+                """).map { row in Self.host(row, appIDs: StoredList.decode(row["currentAppIDs"])) }
         }
     }
 
@@ -230,7 +230,7 @@ public final class SnapshotStore: Sendable {
                 LEFT JOIN snapshot ON snapshot.host = host.name AND snapshot.version = host.currentVersion
                 \(conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND "))
                 ORDER BY host.name LIMIT ?
-                """, arguments: StatementArguments(arguments)).map { row in Self.host(row, appIDs: Self.decodeList(row["currentAppIDs"])) }
+                """, arguments: StatementArguments(arguments)).map { row in Self.host(row, appIDs: StoredList.decode(row["currentAppIDs"])) }
         }
     }
 
@@ -250,17 +250,7 @@ public final class SnapshotStore: Sendable {
                               etag: row["etag"], lastModified: row["lastModified"], contentType: row["contentType"],
                               cacheControl: row["cacheControl"], firstFetchedAt: row["firstFetchedAt"],
                               lastConfirmedAt: row["lastConfirmedAt"], valid: row["valid"], diagnostics: row["diagnostics"],
-                              appIDs: decodeList(row["appIDs"]))
-    }
-
-    private static func decodeList(_ text: String?) -> [String] {
-        guard let text, let data = text.data(using: .utf8),
-              let list = try? JSONSerialization.jsonObject(with: data) as? [String] else { return [] }
-        return list
-    }
-
-    private static func encodeList(_ list: [String]) -> String {
-        (try? String(decoding: JSONSerialization.data(withJSONObject: list), as: UTF8.self)) ?? "[]"
+                              appIDs: StoredList.decode(row["appIDs"]))
     }
 
     // MARK: writing
@@ -295,7 +285,7 @@ public final class SnapshotStore: Sendable {
                                           firstFetchedAt, lastConfirmedAt, valid, diagnostics, appIDs)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """).execute(arguments: [name, version, sha256, body.count, Data(body), etag, lastModified, contentType, cacheControl,
-                                     fetch.at, fetch.at, valid, diagnostics, Self.encodeList(appIDs)])
+                                     fetch.at, fetch.at, valid, diagnostics, StoredList.encode(appIDs)])
             }
             try db.cachedStatement(sql: """
                 UPDATE host SET currentVersion = ?, confirmedAt = ?, expiresAt = ?, failureReason = NULL, failureDetails = NULL,
