@@ -213,7 +213,7 @@ def start_edge(binary, db, origin_port, name="edge", extra=(), port=PORTS["edge"
 # ---------------------------------------------------------------- wrk
 
 def wrk(url, duration, host=None, connections=64):
-    cmd = ["wrk", "-t1", f"-c{connections}", f"-d{duration}s", "--latency", url]
+    cmd = ["wrk", "-t1", f"-c{connections}", f"-d{duration}s", "--latency", "-s", os.path.join(ROOT, "bench/wrk-tail.lua"), url]
     if host:
         cmd[1:1] = ["-H", f"Host: {host}"]
     out = run(cmd).stdout
@@ -225,8 +225,9 @@ def wrk(url, duration, host=None, connections=64):
 
     requests = int(re.search(r"(\d+) requests in", out).group(1))
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    tail = re.search(r"^tail p99\.9: ([\d.]+) ms$", out, re.M)
     return {"rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)), "p50_ms": latency("50"),
-            "p99_ms": latency("99"), "requests": requests, "non2xx": int(errors.group(1)) if errors else 0}
+            "p99_ms": latency("99"), "p999_ms": float(tail.group(1)), "requests": requests, "non2xx": int(errors.group(1)) if errors else 0}
 
 
 # ---------------------------------------------------------------- P1
@@ -286,7 +287,7 @@ def p1(binary, rounds, duration):
                 figures["cpu_s_per_100k"] = (server.cpu_seconds() - cpu0) / max(1, figures["requests"]) * 100_000
                 results[name].append(figures)
                 log(f"P1 round {r + 1} {name:18} {figures['rps']:9.0f} req/s  p50 {figures['p50_ms']:.2f} ms  "
-                    f"p99 {figures['p99_ms']:.2f} ms  cpu {figures['cpu_s_per_100k']:.2f} s/100k  non-2xx {figures['non2xx']}")
+                    f"p99 {figures['p99_ms']:.2f} ms  p99.9 {figures['p999_ms']:.2f} ms  cpu {figures['cpu_s_per_100k']:.2f} s/100k  non-2xx {figures['non2xx']}")
         return summarise_p1(results)
     finally:
         for server in servers.values():
@@ -298,7 +299,7 @@ def summarise_p1(results):
     summary = {}
     for name, runs in results.items():
         entry = {}
-        for key in ("rps", "p50_ms", "p99_ms", "cpu_s_per_100k"):
+        for key in ("rps", "p50_ms", "p99_ms", "p999_ms", "cpu_s_per_100k"):
             values = [run_[key] for run_ in runs]
             entry[key] = {"median": statistics.median(values), "min": min(values), "max": max(values)}
         entry["non2xx"] = sum(run_["non2xx"] for run_ in runs)
@@ -489,12 +490,12 @@ def table(results):
     lines = []
     if "P1" in results:
         lines.append("P1 hit throughput (wrk -t1 -c64, median [min-max] of %d rounds)" % results["meta"]["rounds"])
-        lines.append(f"  {'system':18} {'req/s':>22} {'p50 ms':>8} {'p99 ms':>8} {'CPU s/100k':>11} {'edge/x':>7}")
+        lines.append(f"  {'system':18} {'req/s':>22} {'p50 ms':>8} {'p99 ms':>8} {'p99.9 ms':>9} {'CPU s/100k':>11} {'edge/x':>7}")
         for name, e in results["P1"].items():
             if name == "measured":
                 continue
             lines.append(f"  {name:18} {e['rps']['median']:8.0f} [{e['rps']['min']:5.0f}-{e['rps']['max']:5.0f}] "
-                         f"{e['p50_ms']['median']:8.2f} {e['p99_ms']['median']:8.2f} {e['cpu_s_per_100k']['median']:11.2f} {e['edge_ratio']:7.2f}")
+                         f"{e['p50_ms']['median']:8.2f} {e['p99_ms']['median']:8.2f} {e['p999_ms']['median']:9.2f} {e['cpu_s_per_100k']['median']:11.2f} {e['edge_ratio']:7.2f}")
     if "P2" in results:
         r = results["P2"]
         lines.append(f"P2 coalescing: {r['clients']} cold requests -> {r['origin_requests']} origin request(s); "
