@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every benchmark in one command (`make bench-all`, about 20 minutes on 2 cores): the edge against
+# Every benchmark in one command (`make bench-all`, 8 to 20 minutes on 2 cores): the edge against
 # nginx and Varnish (P1-P3, P5: hit throughput and tail, coalescing, release refetch against
 # curl --parallel, 100,000 hosts' memory and restart), the shared PostgreSQL store (C1-C3: purge
 # fan-out over 3 edges, cold requests over 3 edges, hit path on PostgreSQL against SQLite) and the
