@@ -240,7 +240,18 @@ enum AdminToken {
             close(fd)
             defer { unlink(draft) }
             guard written == line.utf8.count, synced else { throw .io("cannot write the admin token to \(file)") }
-            if link(draft, file) == 0 {
+            var linked = link(draft, file) == 0
+            if !linked, [EPERM, EOPNOTSUPP, ENOSYS].contains(errno) {
+                // A file system without hard links: claim the name, then fill it (the race this
+                // closes stays open there).
+                let fd = open(file, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+                if fd >= 0 {
+                    linked = line.withCString { write(fd, $0, strlen($0)) } == line.utf8.count
+                    close(fd)
+                    guard linked else { throw .io("cannot write the admin token to \(file)") }
+                }
+            }
+            if linked {
                 // The token itself is never printed or logged: it is in the file, readable by this user only.
                 Console.error("admin token generated and written to \(file) (mode 0600)")
                 return token
