@@ -302,13 +302,19 @@ public struct ProbeRunCopy: Sendable {
     public let cdnURL: String
     public let interval: Double
     public let startedAt: Double
+    /// How the run ended (`ProbeRun.state`, `endedAt`): a copy keeps it.
+    public let endedAt: Double?
+    public let state: String
     public let observations: [ProbeRecord]
 
-    public init(host: String, cdnURL: String, interval: Double, startedAt: Double, observations: [ProbeRecord]) {
+    public init(host: String, cdnURL: String, interval: Double, startedAt: Double, endedAt: Double?, state: String,
+                observations: [ProbeRecord]) {
         self.host = host
         self.cdnURL = cdnURL
         self.interval = interval
         self.startedAt = startedAt
+        self.endedAt = endedAt
+        self.state = state
         self.observations = observations
     }
 }

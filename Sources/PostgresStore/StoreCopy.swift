@@ -97,7 +97,8 @@ extension PostgresStore {
                 """, logger: logger).collect().count > 0
             guard !exists else { return false }
             guard let id = try await connection.query("""
-                INSERT INTO probe_run (host, cdn_url, interval_seconds, started_at) VALUES (\(run.host), \(run.cdnURL), \(run.interval), \(run.startedAt))
+                INSERT INTO probe_run (host, cdn_url, interval_seconds, started_at, ended_at, state)
+                VALUES (\(run.host), \(run.cdnURL), \(run.interval), \(run.startedAt), \(run.endedAt), \(run.state))
                 RETURNING id
                 """, logger: logger).collect().first?.decode(Int64.self) else { return false }
             for o in run.observations {

@@ -589,14 +589,14 @@ public final class SnapshotStore: Sendable {
     /// Every probe run with its observations, oldest first.
     public func probeRuns() throws -> [ProbeRunCopy] {
         let runs = try pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT id, host, cdnURL, interval, startedAt FROM probe_run ORDER BY id").map {
+            try Row.fetchAll(db, sql: "SELECT id, host, cdnURL, interval, startedAt, endedAt, state FROM probe_run ORDER BY id").map {
                 (id: $0["id"] as Int64, host: $0["host"] as String, cdnURL: $0["cdnURL"] as String, interval: $0["interval"] as Double,
-                 startedAt: $0["startedAt"] as Double)
+                 startedAt: $0["startedAt"] as Double, endedAt: $0["endedAt"] as Double?, state: $0["state"] as String)
             }
         }
         return try runs.map {
-            ProbeRunCopy(host: $0.host, cdnURL: $0.cdnURL, interval: $0.interval, startedAt: $0.startedAt,
-                         observations: try probeObservations(run: $0.id))
+            ProbeRunCopy(host: $0.host, cdnURL: $0.cdnURL, interval: $0.interval, startedAt: $0.startedAt, endedAt: $0.endedAt,
+                         state: $0.state, observations: try probeObservations(run: $0.id))
         }
     }
 }

@@ -159,6 +159,8 @@ func changes(_ store: PostgresStore, count: Int, within seconds: Double = 10) as
         try source.recordProbeObservation(run: run, ProbeRecord(at: 6, source: "origin", status: 200, sha256: "s", canonicalSha256: "c", age: nil,
                                                                 cacheControl: nil, xCache: nil, failureReason: nil, failureDetails: nil,
                                                                 error: nil, durationMs: 3))
+        try source.endProbeRun(run, at: 7, state: "converged")
+        let running = try source.startProbeRun(host: "b.test", cdnURL: "https://cdn/a/v1/b.test", interval: 5, at: 8)
         let url = try TestPostgres.server().database()
         let target = try await PostgresFixture.store(url: url, node: "copy", listen: false)
         defer { Task { await target.close() } }
@@ -170,7 +172,10 @@ func changes(_ store: PostgresStore, count: Int, within seconds: Double = 10) as
             return counts
         }
         let first = try await copyAll()
-        #expect(first.hosts == 2 && first.versions == 2 && first.fetches == 3 && first.ledger == 1 && first.probes == 1)
+        #expect(first.hosts == 2 && first.versions == 2 && first.fetches == 3 && first.ledger == 1 && first.probes == 2)
+        // A run keeps how it ended (before: every copied run read as "finished", with no end).
+        let copied = try await target.probeRunList(limit: 10).sorted { $0.startedAt < $1.startedAt }
+        #expect(copied.map(\.state) == ["converged", "running"] && copied.map(\.endedAt) == [7, nil], "\(copied) (source run \(running))")
         #expect(try await copyAll() == CopyCounts(), "a second run adds nothing")
         let (host, snapshot) = try #require(try await target.host("a.test"))
         #expect(host.currentVersion == 2 && snapshot?.body == Array("two".utf8))
