@@ -175,6 +175,13 @@ public enum AdminJSON {
         }
     }
 
+    /// `GET /readyz` on an edge with a shared store.
+    public struct StoreHealth: Encodable, Sendable {
+        /// `ok` or `unavailable`.
+        public let store: String
+        public init(available: Bool) { store = available ? "ok" : "unavailable" }
+    }
+
     /// Every error: one line saying what was wrong.
     public struct Problem: Encodable, Sendable {
         public let error: String

@@ -45,7 +45,7 @@ public enum EdgeServer {
             // A shared store may be down while the edge serves on from memory: ready, and says so.
             if edge.isShared {
                 let available = edge.storeAvailable
-                return Response.json(.ok, ["store": available ? "ok" : "unavailable"])
+                return Response.json(.ok, AdminJSON.StoreHealth(available: available))
             }
             do {
                 try await edge.checkReady()

@@ -31,7 +31,7 @@ struct ProbeRoutes: Sendable {
                 let records = try await admin.history { try await admin.edge.store.probeRun(run.id)?.1 ?? [] }
                 items.append(summary(run, changes: ProbeAnalysis.changes(records).count))
             }
-            return Response.json(.ok, ["probes": items])
+            return Response.json(.ok, List(probes: items))
         }
         group.post("/probes") { request, _ in
             try admin.authorize(request)
@@ -39,7 +39,7 @@ struct ProbeRoutes: Sendable {
             let configuration = try await parseStart(request)
             do {
                 let id = try await probes.start(configuration)
-                var response = Response.json(.accepted, ["id": id])
+                var response = Response.json(.accepted, Started(id: id))
                 response.headers[.location] = "/admin/v1/probes/\(id)"
                 return response
             } catch let error as ProbeRunner.StartError {
@@ -179,6 +179,16 @@ extension ProbeRoutes {
         let endedAt: Timestamp?
         let state: String
         let changes: Int
+    }
+
+    /// `GET /probes`, newest first.
+    struct List: Encodable {
+        let probes: [Summary]
+    }
+
+    /// `POST /probes` (202, with `Location`).
+    struct Started: Encodable {
+        let id: Int64
     }
 
     struct Stopping: Encodable {
