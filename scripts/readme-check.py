@@ -102,6 +102,8 @@ def check_console_examples(binary, readme):
         checked += 1
         if run.stdout.rstrip("\n").split("\n") != rest:
             problem(f"`{command}` now prints:\n{run.stdout}instead of what the README shows:\n" + "\n".join(rest))
+    if checked == 0:
+        problem("no `aasa-edge validate|match|diff` console example on examples/ was found to check")
     print(f"  {checked} console examples on examples/ run now and print what the README shows")
 
 

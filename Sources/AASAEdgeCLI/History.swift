@@ -81,23 +81,16 @@ struct History: AsyncParsableCommand {
             Console.out(try JSONValueEncoder().string(Output(domain: name, snapshots: snapshots.snapshots, fetches: fetches.fetches)))
             return
         }
-        func text(_ value: some JSONValueRepresentable) -> String {
-            switch value.jsonValue {
-            case .string(let s): return s
-            case .number(let n): return n.text
-            default: return "-"
-            }
-        }
         let count = snapshots.snapshots.count
         var lines = ["\(name): \(count) version\(count == 1 ? "" : "s") stored"]
         for s in snapshots.snapshots {
-            lines.append("  v\(s.version)  \(s.sha256.prefix(16))…  \(s.size) bytes  first \(text(s.firstFetchedAt))  last confirmed \(text(s.lastConfirmedAt))  \(s.valid ? "valid" : "invalid")")
+            lines.append("  v\(s.version)  \(s.sha256.prefix(16))…  \(s.size) bytes  first \(s.firstFetchedAt.text)  last confirmed \(s.lastConfirmedAt.text)  \(s.valid ? "valid" : "invalid")")
         }
         lines.append("fetch log, newest first:")
         for f in fetches.fetches {
             let version = f.version.map { "v\($0)" } ?? "-"
             let status = f.status.map(String.init) ?? "-"
-            var line = "  \(text(f.at))  \(f.outcome.padding(toLength: 9, withPad: " ", startingAt: 0)) \(status.padding(toLength: 4, withPad: " ", startingAt: 0)) \(version.padding(toLength: 5, withPad: " ", startingAt: 0)) \(text(f.durationMs)) ms  \(f.trigger)"
+            var line = "  \(f.at.text)  \(f.outcome.padding(toLength: 9, withPad: " ", startingAt: 0)) \(status.padding(toLength: 4, withPad: " ", startingAt: 0)) \(version.padding(toLength: 5, withPad: " ", startingAt: 0)) \(f.durationMs.text ?? "-") ms  \(f.trigger)"
             if let reason = f.reason { line += "  " + reason }
             lines.append(line)
         }

@@ -234,21 +234,17 @@ enum AdminToken {
             unlink(draft)
             let fd = open(draft, O_WRONLY | O_CREAT | O_EXCL, 0o600)
             guard fd >= 0 else { throw .io("cannot write the admin token to \(file): \(String(cString: strerror(errno)))") }
-            let line = token + "\n"
-            let written = line.withCString { write(fd, $0, strlen($0)) }
-            let synced = fsync(fd) == 0
-            close(fd)
+            let written = fill(fd, token)
             defer { unlink(draft) }
-            guard written == line.utf8.count, synced else { throw .io("cannot write the admin token to \(file)") }
+            guard written else { throw .io("cannot write the admin token to \(file)") }
             var linked = link(draft, file) == 0
             if !linked, [EPERM, EOPNOTSUPP, ENOSYS].contains(errno) {
                 // A file system without hard links: claim the name, then fill it (the race this
                 // closes stays open there).
                 let fd = open(file, O_WRONLY | O_CREAT | O_EXCL, 0o600)
                 if fd >= 0 {
-                    linked = line.withCString { write(fd, $0, strlen($0)) } == line.utf8.count
-                    close(fd)
-                    guard linked else { throw .io("cannot write the admin token to \(file)") }
+                    guard fill(fd, token) else { throw .io("cannot write the admin token to \(file)") }
+                    linked = true
                 }
             }
             if linked {
@@ -260,6 +256,15 @@ enum AdminToken {
             // Another edge linked its token first: read that one.
         }
         throw .io("cannot write the admin token to \(file): it is empty and keeps coming back empty")
+    }
+
+    /// Writes the token line, syncs and closes `fd`; false when any of it failed.
+    private static func fill(_ fd: Int32, _ token: String) -> Bool {
+        let line = token + "\n"
+        let written = line.withCString { write(fd, $0, strlen($0)) } == line.utf8.count
+        let synced = fsync(fd) == 0
+        close(fd)
+        return written && synced
     }
 
     /// The token in `file`; nil when there is none. An empty file (left by a crash of an older

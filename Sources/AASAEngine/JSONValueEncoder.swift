@@ -60,19 +60,22 @@ public struct FixedPoint: JSONValueRepresentable, Sendable, Equatable {
         self.value = value
         self.decimals = decimals
     }
-    /// Rounded half away from zero (no negative zero); non-finite values are `null`.
-    public var jsonValue: JSONValue {
-        guard value.isFinite else { return .null }
+    /// The number's text, rounded half away from zero (no negative zero); nil when not finite.
+    public var text: String? {
+        guard value.isFinite else { return nil }
         var scale = 1.0
         for _ in 0..<decimals { scale *= 10 }
         let scaled = (value.magnitude * scale).rounded(.toNearestOrAwayFromZero)
-        guard scaled < 9e18 else { return .number(JSONNumber(String(value))) }
+        guard scaled < 9e18 else { return String(value) }
         var digits = String(Int64(scaled))
         if digits.count <= decimals { digits = String(repeating: "0", count: decimals + 1 - digits.count) + digits }
         let sign = value < 0 && scaled > 0 ? "-" : ""
-        guard decimals > 0 else { return .number(JSONNumber(sign + digits)) }
-        return .number(JSONNumber(sign + digits.dropLast(decimals) + "." + digits.suffix(decimals)))
+        guard decimals > 0 else { return sign + digits }
+        return sign + digits.dropLast(decimals) + "." + digits.suffix(decimals)
     }
+
+    /// Non-finite values are `null`.
+    public var jsonValue: JSONValue { text.map { .number(JSONNumber($0)) } ?? .null }
 }
 
 /// Encodes an `Encodable` value into a `JSONValue`.

@@ -210,13 +210,12 @@ extension ProbeRoutes {
         let state: String
 
         init(run: ProbeRun, state: String, records: [ProbeRecord]) {
-            let report = ProbeAnalysis.Report(host: run.host, cdnURL: run.cdnURL, observations: records.count,
-                                              changes: ProbeAnalysis.changes(records))
-            host = report.host
-            cdnURL = report.cdnURL
+            let changes = ProbeAnalysis.changes(records)
+            host = run.host
+            cdnURL = run.cdnURL
             observations = ProbeRoutes.pairs(records).map(Observation.init)
-            converged = report.converged
-            changes = report.changes
+            converged = ProbeAnalysis.converged(changes)
+            self.changes = changes.map(ProbeAnalysis.Report.Change.init)
             id = run.id
             startedAt = Timestamp(run.startedAt, milliseconds: true)
             endedAt = Timestamp.of(run.endedAt, milliseconds: true)

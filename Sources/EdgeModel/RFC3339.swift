@@ -35,5 +35,6 @@ public struct Timestamp: JSONValueRepresentable, Sendable, Equatable {
         seconds.map { Timestamp($0, milliseconds: milliseconds) }
     }
 
-    public var jsonValue: JSONValue { .string(milliseconds ? RFC3339.milliseconds(seconds) : RFC3339.string(seconds)) }
+    public var text: String { milliseconds ? RFC3339.milliseconds(seconds) : RFC3339.string(seconds) }
+    public var jsonValue: JSONValue { .string(text) }
 }
